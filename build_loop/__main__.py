@@ -1,0 +1,3 @@
+from build_loop.cli import main
+
+main()

@@ -1,0 +1,88 @@
+"""build-loop: executes one fix_plan item per fresh agent process, behind the governor."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from build_loop.governor import Governor, Options
+from build_loop.report import iteration_text, latest_iteration, summary
+from build_loop.run import serve_build
+from shared.boundary import run_cli, workspace_option
+from shared.daemon import Stopper
+from shared.isolation import restrict_self
+from shared.workspace import Workspace
+
+agent_command_option = click.option("--agent-command", default="", metavar="CMD",
+                                    help="run this program as the agent for this run (prompt on stdin), instead of the configured preset")
+turn_timeout_option = click.option("--turn-timeout", type=float, default=None, metavar="S",
+                                   help="wall-clock seconds for one agent turn (default: build.turn_timeout)")
+
+
+def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, stopper: Stopper | None = None) -> Governor:
+    ws = Workspace.open(workspace)
+    click.echo(restrict_self(ws, "build").banner("build-loop"), err=True)
+    if not agent_command and ws.config.agents.get(ws.config.build.agent) and ws.config.agents[ws.config.build.agent].preset == "sim":
+        click.echo("build-loop: the agent is SIMULATED (a scripted stand-in for an LLM)", err=True)
+    return Governor(ws, Options(agent_command, turn_timeout), cancel=stopper.event if stopper else None)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """build-loop: takes the most important open fix_plan item, runs a fresh agent on it, and keeps
+    the change only if the sensors say it made progress and broke nothing.
+
+    Example: build-loop once --workspace ws
+    """
+
+
+@cli.command()
+@workspace_option
+@agent_command_option
+@turn_timeout_option
+def once(workspace: Path, agent_command: str, turn_timeout: float | None) -> None:
+    """Run one iteration: pick, checkpoint, agent turn, guards, fence, sensors, keep or roll back.
+
+    Example: build-loop once --agent-command ./my-agent.sh --turn-timeout 120
+    """
+    governor = _governor(workspace, agent_command, turn_timeout)
+    try:
+        click.echo(governor.iterate().message)
+    finally:
+        governor.close()
+
+
+@cli.command()
+@workspace_option
+@agent_command_option
+@turn_timeout_option
+def run(workspace: Path, agent_command: str, turn_timeout: float | None) -> None:
+    """Iterate until stopped (SIGTERM) or a budget runs out; wait for plan when nothing is open.
+
+    Example: build-loop run --workspace ws
+    """
+    stopper = Stopper().install()
+    governor = _governor(workspace, agent_command, turn_timeout, stopper)
+    try:
+        serve_build(governor, echo=lambda line: click.echo(line), stopper=stopper)
+    finally:
+        governor.close()
+
+
+@cli.command()
+@workspace_option
+@click.argument("n", type=int, required=False)
+@click.option("--prompt", "what", flag_value="prompt", help="print the exact prompt iteration N saw")
+@click.option("--output", "what", flag_value="output", help="print what the agent printed in iteration N")
+def report(workspace: Path, n: int | None, what: str | None) -> None:
+    """Why iteration N (default: the latest) was kept or rolled back; or its prompt or output.
+
+    Example: build-loop report 3 --prompt
+    """
+    ws = Workspace.open(workspace)
+    number = n if n is not None else latest_iteration(ws)
+    click.echo(iteration_text(ws, number, what) if what else summary(ws, number))
+
+
+def main() -> None:
+    run_cli(cli, "build-loop")

@@ -1,0 +1,378 @@
+"""The governor: one iteration of build, outside the agent, deciding keep or roll back from sensors.
+
+    pick -> checkpoint -> prompt -> agent turn (fresh process, own session, budget, sandbox)
+         -> ref guards -> fence -> zero change = stall -> fix commands -> fence -> sensors
+         -> ratchet -> keep (commit with trailers) or roll back (negative knowledge)
+         -> ladder / blocked
+
+Crash safety: 'iteration.started' is journaled before the agent runs and 'iteration.ended' after the
+decision. If build dies in between, the next start finds the open iteration, and either records the
+keep (when its commit landed: a commit is atomic) or rolls the work tree back to the checkpoint.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from build_loop import agents
+from build_loop.fence import fence, protected_patterns
+from build_loop.history import ItemHistory, blocked_items, item_history, next_iteration, skipped_green
+from build_loop.picker import pick
+from build_loop.prompt import render
+from build_loop.sensors import Reading, Sensor, read_sensors, regressions
+from canon.model import Canon
+from canon.store import CanonStore
+from plan_loop import fix_plan as fix_plan_file
+from plan_loop.fix_plan import FixPlan, Item
+from shared.atomic import file_lock, write_json, write_text
+from shared.git import GitRepo, RefState
+from shared.isolation import sandbox_argv
+from shared.journal import Journal, load_or_create_key
+from shared.process import Request, become_subreaper, run
+from shared.workspace import Workspace
+
+ITEM_TRAILER = "Banach-Item"
+CANON_TRAILER = "Canon-Version"
+ITERATION_TRAILER = "Banach-Iteration"
+
+
+@dataclass(frozen=True)
+class Options:
+    agent_command: str = ""
+    turn_timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    decision: str  # keep, rollback, stall, blocked, already_green, rate_limited, abandoned, idle, interrupted
+    message: str
+    n: int | None = None
+    item: str | None = None
+    commit: str | None = None
+    cost_usd: float | None = None
+    resets_at: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def worked(self) -> bool:
+        return self.decision not in ("idle",)
+
+
+class Governor:
+    def __init__(self, ws: Workspace, options: Options | None = None, *, cancel: threading.Event | None = None) -> None:
+        self.ws = ws
+        self.options = options or Options()
+        self.cancel = cancel or threading.Event()
+        self.code = GitRepo(ws.code)
+        self.canon_store = CanonStore(ws.canon)
+        self.journal = Journal(ws.journal_path("build"), key=load_or_create_key(ws.keys_dir / "build.key"))
+        self.dir = ws.role_dir("build")
+        self.subreaper = become_subreaper()
+
+    def close(self) -> None:
+        self.journal.close()
+
+    # recovery -----------------------------------------------------------------------------------
+    def recover(self) -> Outcome | None:
+        """Close an iteration a crash left open: record the keep if its commit landed, else roll back."""
+        started = self.journal.last("iteration.started")
+        if started is None:
+            return None
+        ended = self.journal.last("iteration.ended")
+        if ended is not None and ended.seq > started.seq:
+            return None
+        data = started.data
+        n, checkpoint = data["n"], data["checkpoint"]
+        head = self.code.head()
+        if head and head != checkpoint and self.code.trailer(head, ITERATION_TRAILER) == str(n):
+            self.journal.append("iteration.ended", {"n": n, "item": data["item"], "decision": "keep", "commit": head,
+                                                    "reason": "recovered: the commit landed before the crash",
+                                                    "plan_pass": data.get("plan_pass")})
+            return Outcome("keep", f"iteration {n} had committed before it was interrupted; recorded the keep", n,
+                           data["item"], head)
+        state = RefState(data["refs"]["head_symbolic"], checkpoint, tuple(tuple(r) for r in data["refs"]["refs"]), ())  # type: ignore[misc]
+        self.code.restore_refs(state)
+        self.code.rollback(checkpoint)
+        self.journal.append("iteration.ended", {"n": n, "item": data["item"], "decision": "interrupted",
+                                                "reason": "build-loop stopped mid-iteration; work tree rolled back to the checkpoint",
+                                                "plan_pass": data.get("plan_pass")})
+        return Outcome("interrupted", f"iteration {n} was interrupted; rolled back to checkpoint {checkpoint[:12]}", n,
+                       data["item"])
+
+    # one iteration ------------------------------------------------------------------------------
+    def iterate(self) -> Outcome:
+        with file_lock(self.dir / "iterate.lock", what="a build iteration"):
+            recovered = self.recover()
+            if recovered is not None:
+                return recovered
+            return self._iterate()
+
+    def _plan(self) -> tuple[FixPlan | None, str]:
+        plan = fix_plan_file.read(self.ws.fix_plan_json)
+        if plan is None:
+            return None, "no fix_plan yet: waiting for plan-loop to measure"
+        version = self.canon_store.version()
+        if plan.canon_version != version:
+            return None, f"fix_plan measures canon v{plan.canon_version}, canon is v{version}: waiting for plan-loop"
+        head = self.code.head()
+        if head is None or not self.code.is_ancestor(plan.code_commit, head):
+            return None, "fix_plan measures a commit that is not in the code's history: waiting for plan-loop"
+        return plan, ""
+
+    def _done(self, plan: FixPlan) -> set[str]:
+        claimed = {value for _, value in self.code.commits_with_trailer(plan.code_commit, "HEAD", ITEM_TRAILER)}
+        return claimed | skipped_green(self.journal, plan.pass_seq)
+
+    def _first_seen(self) -> dict[str, int]:
+        plan_journal = Journal.reader(self.ws.journal_path("plan"))
+        seen: dict[str, int] = {}
+        if plan_journal is not None:
+            with plan_journal:
+                for row in plan_journal.rows("pass"):
+                    for item_id in row.data.get("items", []):
+                        seen.setdefault(item_id, row.seq)
+        return seen
+
+    def _iterate(self) -> Outcome:
+        plan, why = self._plan()
+        if plan is None:
+            return Outcome("idle", why)
+        blocked = blocked_items(self.journal, plan.canon_version)
+        item = pick(plan, done=self._done(plan), blocked=blocked, first_seen=self._first_seen())
+        if item is None:
+            open_left = len(plan.items) - len(self._done(plan))
+            if blocked and open_left > 0:
+                return Outcome("idle", f"nothing to do: {len(blocked)} item(s) blocked, the rest done or waiting on them")
+            return Outcome("idle", "nothing open that build has not already done: waiting for plan-loop to re-measure")
+        canon = self.canon_store.load()
+        history = item_history(self.journal, item.id, canon.version)
+        return self._turn(plan, item, canon, history)
+
+    def _canon_snapshot(self, canon: Canon) -> Path:
+        target = self.dir / "canon" / canon.commit[:12]
+        if not (target / ".done").exists():
+            shutil.rmtree(target, ignore_errors=True)
+            self.canon_store.git.export(canon.commit, target)
+            (target / ".done").touch()
+        return target
+
+    def _sensors(self, item: Item, canon: Canon, canon_dir: Path) -> list[Sensor]:
+        import sys
+
+        sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command), s.kind, s.timeout) for s in self.ws.config.build.sensors]
+        timeout = self.ws.config.plan.check_timeout
+        for rid in item.requirements:
+            req = canon.requirements.get(rid)
+            if req is None:
+                continue
+            for index, command in enumerate(req.checks):
+                sensors.append(Sensor(f"canon:{rid}:check:{index}", ("/bin/sh", "-c", command), "command", timeout))
+            if req.tests:
+                nodes = tuple(str(canon_dir / node) for node in req.tests)
+                sensors.append(Sensor(f"canon:{rid}:tests", (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                                             "--no-header", f"--rootdir={canon_dir}", *nodes), "pytest", timeout))
+        return sensors
+
+    def _sensor_env(self, canon_dir: Path, scratch: Path) -> dict[str, str]:
+        env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
+        env.update({"BANACH_CANON": str(canon_dir), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch),
+                    "PYTHONPATH": str(self.ws.code), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+        return env
+
+    def _read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
+        wrap = lambda argv: sandbox_argv(self.ws, argv, [self.ws.code, scratch])
+        return read_sensors(sensors, self.ws.code, self._sensor_env(canon_dir, scratch), scratch, wrap)
+
+    def _checkpoint_reading(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
+        import hashlib
+
+        key = hashlib.sha256(repr((head, [(s.name, s.argv, s.kind) for s in sensors])).encode()).hexdigest()[:24]
+        cache = self.dir / "readings" / f"{key}.json"
+        if cache.exists():
+            import json
+
+            return Reading.from_json(json.loads(cache.read_text()))
+        reading = self._read(sensors, canon_dir, scratch)
+        write_json(cache, reading.as_json())
+        return reading
+
+    def _rung(self, history: ItemHistory) -> str:
+        ladder = self.ws.config.build.ladder or (self.ws.config.build.agent,)
+        return ladder[min(history.rung, len(ladder) - 1)]
+
+    def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory) -> Outcome:
+        n = next_iteration(self.journal)
+        folder = self.dir / "iterations" / str(n)
+        scratch = self.dir / "tmp" / f"iteration-{n}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        canon_dir = self._canon_snapshot(canon)
+        checkpoint = self.code.head()
+        assert checkpoint is not None
+        refs = self.code.ref_state()
+        sensors = self._sensors(item, canon, canon_dir)
+        before = self._checkpoint_reading(checkpoint, sensors, canon_dir, scratch)
+        rung = self._rung(history)
+        base = {"n": n, "item": item.id, "plan_pass": plan.pass_seq, "canon_version": canon.version}
+        if not before.failing:
+            self.journal.append("iteration.started", {**base, "checkpoint": checkpoint, "refs": _refs_json(refs),
+                                                      "agent": None})
+            self.journal.append("iteration.ended", {**base, "decision": "already_green",
+                                                    "reason": "every sensor is green at the checkpoint; nothing to improve"})
+            return Outcome("already_green", f"iteration {n}: {item.id} is already green here; left for plan to re-measure",
+                           n, item.id)
+        prompt = render(
+            self.ws, item=item, canon_version=canon.version, iteration=n,
+            canon_slice=canon.slice(item.requirements), negative_knowledge=history.negative[-5:],
+            feedback=before.excerpts, context=self._context(),
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        prompt_file = folder / "prompt.md"
+        write_text(prompt_file, prompt)
+        invocation = agents.invocation(self.ws.config, rung, prompt_file, override=self.options.agent_command)
+        self.journal.append("iteration.started", {**base, "checkpoint": checkpoint, "refs": _refs_json(refs),
+                                                  "agent": invocation.label, "rung": rung,
+                                                  "failing_before": before.failing})
+        outcome = self._decide(n, item, canon, plan, checkpoint, refs, before, sensors, canon_dir, scratch, folder,
+                               invocation, rung, prompt, history)
+        shutil.rmtree(scratch, ignore_errors=True)
+        return outcome
+
+    def _context(self) -> list[dict[str, str]]:
+        out = []
+        for command in self.ws.config.build.context_commands:
+            result = run(Request(("/bin/sh", "-c", command), cwd=self.ws.code, env=dict(os.environ), timeout=60))
+            out.append({"command": command, "output": "\n".join((result.stdout + result.stderr).splitlines()[-80:])})
+        return out
+
+    def _agent_env(self, n: int, item: Item, prompt_file: Path, scratch: Path) -> dict[str, str]:
+        env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
+        env.update({"BANACH_PROMPT_FILE": str(prompt_file), "BANACH_ITEM": item.id, "BANACH_ITERATION": str(n),
+                    "TMPDIR": str(scratch)})
+        return env
+
+    def _decide(self, n: int, item: Item, canon: Canon, plan: FixPlan, checkpoint: str, refs: RefState,
+                before: Reading, sensors: list[Sensor], canon_dir: Path, scratch: Path, folder: Path,
+                invocation: agents.Invocation, rung: str, prompt: str, history: ItemHistory) -> Outcome:
+        build = self.ws.config.build
+        base: dict[str, Any] = {"n": n, "item": item.id, "plan_pass": plan.pass_seq, "canon_version": canon.version,
+                                "kind": item.kind, "area": item.area, "failing_before": before.failing,
+                                "agent": invocation.label}
+        agent_prompt = folder / "prompt.md"
+        turn_scratch = scratch / "agent"
+        turn_scratch.mkdir()
+        argv = sandbox_argv(self.ws, invocation.argv, [self.ws.code, turn_scratch])
+        timeout = self.options.turn_timeout or build.turn_timeout
+        turn = run(Request(argv, cwd=self.ws.code, env=self._agent_env(n, item, agent_prompt, turn_scratch),
+                           stdin=prompt, timeout=timeout), reap_orphans=self.subreaper, cancel=self.cancel)
+        write_text(folder / "output.txt", turn.stdout + ("\n--- stderr ---\n" + turn.stderr if turn.stderr.strip() else ""))
+        report = agents.read_turn(self.ws.config, rung, turn.stdout, turn.stderr, turn.returncode, now=time.time())
+        turn_facts = {"exit_code": turn.returncode, "timed_out": turn.timed_out, "duration": round(turn.duration, 3),
+                      "reaped": turn.reaped, "cost_usd": report.cost_usd, "claimed_success": report.claimed_success}
+
+        def end(decision: str, reason: str, **extra: Any) -> Outcome:
+            record = {**base, **turn_facts, "decision": decision, "reason": reason, **extra}
+            self.journal.append("iteration.ended", record)
+            write_json(folder / "result.json", record)
+            return Outcome(decision, f"iteration {n} ({item.id}): {decision}: {reason}", n, item.id,
+                           extra.get("commit"), report.cost_usd, extra.get("resets_at"), record)
+
+        if turn.cancelled:
+            self.code.restore_refs(refs)
+            self.code.rollback(checkpoint)
+            return end("abandoned", "build-loop was asked to stop during the turn; rolled back")
+        if report.rate_limited:
+            self.code.restore_refs(refs)
+            self.code.rollback(checkpoint)
+            return end("rate_limited", "the agent hit a usage or rate limit: neither progress nor failure",
+                       resets_at=report.resets_at)
+        violations = _guard_violations(refs, self.code.ref_state())
+        if violations:
+            self.code.restore_refs(refs)
+        report_fence = fence(self.code, checkpoint, item.scope, protected_patterns(self.ws))
+        for command in build.fix_commands:
+            run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.ws.code, scratch]), cwd=self.ws.code,
+                        env=self._sensor_env(canon_dir, scratch), timeout=120))
+        if build.fix_commands:
+            after_fix = fence(self.code, checkpoint, item.scope, protected_patterns(self.ws))
+            report_fence = type(report_fence)(after_fix.kept, tuple(sorted(set(report_fence.reverted) | set(after_fix.reverted))))
+        guard_facts = {"guard_violations": violations, "reverted": list(report_fence.reverted),
+                       "scope_fighting": bool(report_fence.reverted)}
+        if report_fence.reverted:
+            self.journal.append("scope.fighting", {"n": n, "item": item.id, "reverted": list(report_fence.reverted)})
+        changed = [c.path for c in self.code.changes()]
+        if not changed:
+            self.code.rollback(checkpoint)
+            outcome = end("stall", "the turn left no change in scope" + (" (timed out)" if turn.timed_out else ""),
+                          **guard_facts, changed=[], feedback=before.excerpts)
+            self._after_failure(item, canon, history, outcome)
+            return outcome
+        after = self._read(sensors, canon_dir, scratch)
+        broke = regressions(before, after)
+        better = len(after.failing) < len(before.failing) or (
+            len(after.failing) == len(before.failing) and after.score > before.score)
+        facts = {**guard_facts, "changed": changed, "failing_after": after.failing, "regressions": broke,
+                 "score_before": before.score, "score_after": after.score, "fingerprint": after.fingerprint}
+        if broke or not better:
+            self.code.rollback(checkpoint)
+            if broke:
+                reason = f"the ratchet: {len(broke)} check(s) that were green went red ({', '.join(broke[:5])})"
+            elif after.fingerprint == before.fingerprint:
+                reason = f"no progress: the same {len(after.failing)} check(s) still fail"
+            else:
+                reason = f"no progress: {len(after.failing)} failing after, {len(before.failing)} before"
+            excerpt = "\n".join(text for text in after.excerpts.values())[-3000:]
+            outcome = end("rollback", reason, **facts, excerpt=excerpt, feedback=after.excerpts)
+            self._after_failure(item, canon, history, outcome)
+            return outcome
+        commit = self.code.commit_all(
+            f"{item.kind} {item.id}: {item.title}\n\nKept by the governor: failing {len(before.failing)} -> {len(after.failing)}.",
+            {ITEM_TRAILER: item.id, CANON_TRAILER: str(canon.version), ITERATION_TRAILER: str(n)}, role="build")
+        write_json(self.dir / "readings" / "last-kept.json", {"commit": commit, **after.as_json()})
+        return end("keep", f"failing {len(before.failing)} -> {len(after.failing)}", **facts, commit=commit)
+
+    def _after_failure(self, item: Item, canon: Canon, history: ItemHistory, outcome: Outcome) -> None:
+        build = self.ws.config.build
+        ladder = build.ladder or (build.agent,)
+        attempts, streak = history.attempts + 1, history.streak + 1
+        if attempts >= build.max_attempts:
+            self.journal.append("item.blocked", {
+                "item": item.id, "canon_version": canon.version, "attempts": attempts,
+                "evidence": {"reason": outcome.details.get("reason"), "failing": outcome.details.get("failing_after",
+                                                                                                   outcome.details.get("failing_before")),
+                             "excerpt": outcome.details.get("excerpt", "")[-2000:], "iteration": outcome.n},
+            })
+        elif streak >= build.stall_patience and history.rung + 1 < len(ladder):
+            self.journal.append("ladder.climb", {"item": item.id, "from": history.rung, "to": history.rung + 1,
+                                                 "from_agent": ladder[history.rung], "to_agent": ladder[history.rung + 1],
+                                                 "after": streak, "n": outcome.n})
+
+
+def _refs_json(refs: RefState) -> dict[str, Any]:
+    return {"head_symbolic": refs.head_symbolic, "head": refs.head, "refs": [list(r) for r in refs.refs],
+            "hidden": list(refs.hidden)}
+
+
+def _guard_violations(before: RefState, after: RefState) -> list[str]:
+    found = []
+    if after.head != before.head:
+        found.append(f"HEAD moved {before.head[:12]} -> {after.head[:12]} (commit or reset)")
+    if after.head_symbolic != before.head_symbolic:
+        found.append(f"HEAD switched {before.head_symbolic or 'detached'} -> {after.head_symbolic or 'detached'} (checkout)")
+    old, new = dict(before.refs), dict(after.refs)
+    for ref in sorted(set(old) | set(new)):
+        if old.get(ref) != new.get(ref):
+            what = "stash" if ref == "refs/stash" else ref
+            found.append(f"{what} {'created' if ref not in old else 'deleted' if ref not in new else 'moved'}")
+    for path in sorted(set(after.hidden) - set(before.hidden)):
+        found.append(f"index flag hides {path} (skip-worktree or assume-unchanged)")
+    return found
+
+
+Echo = Callable[[str], None]

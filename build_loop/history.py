@@ -1,0 +1,64 @@
+"""What build knows about an item, derived from its own journal: attempts, the ladder rung, negative
+knowledge of rolled-back attempts, and whether it is blocked. Nothing here is stored twice."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.journal import Journal
+
+FAILED = ("rollback", "stall")
+
+
+@dataclass
+class ItemHistory:
+    attempts: int = 0  # iterations that were rolled back or stalled
+    streak: int = 0  # failed iterations since the last climb or keep
+    rung: int = 0
+    kept: int = 0
+    blocked: dict[str, Any] | None = None
+    negative: list[dict[str, Any]] = field(default_factory=list)
+    last_feedback: dict[str, str] = field(default_factory=dict)
+
+
+def item_history(journal: Journal, item_id: str, canon_version: int) -> ItemHistory:
+    history = ItemHistory()
+    for row in journal.rows():
+        data = row.data
+        if data.get("item") != item_id:
+            continue
+        if row.kind == "iteration.ended":
+            decision = data.get("decision")
+            if decision in FAILED:
+                history.attempts += 1
+                history.streak += 1
+                history.negative.append({
+                    "iteration": data.get("n"), "reason": data.get("reason", decision),
+                    "changed": data.get("changed", []), "excerpt": data.get("excerpt", ""),
+                })
+            elif decision == "keep":
+                history.kept += 1
+                history.streak = 0
+            if data.get("feedback"):
+                history.last_feedback = data["feedback"]
+        elif row.kind == "ladder.climb":
+            history.rung = data["to"]
+            history.streak = 0
+        elif row.kind == "item.blocked" and data.get("canon_version") == canon_version:
+            history.blocked = data
+    return history
+
+
+def blocked_items(journal: Journal, canon_version: int) -> set[str]:
+    return {row.data["item"] for row in journal.rows("item.blocked") if row.data.get("canon_version") == canon_version}
+
+
+def skipped_green(journal: Journal, plan_pass: int) -> set[str]:
+    """Items found already green by build's sensors against this fix_plan: believed done until plan re-measures."""
+    return {row.data["item"] for row in journal.rows("iteration.ended")
+            if row.data.get("decision") == "already_green" and row.data.get("plan_pass") == plan_pass}
+
+
+def next_iteration(journal: Journal) -> int:
+    last = journal.last("iteration.started")
+    return 1 if last is None else int(last.data["n"]) + 1

@@ -1,0 +1,76 @@
+"""The SIMULATED agent: a scripted stand-in for an LLM, for the bundled example only.
+
+It reads the prompt like a real agent would (stdin), finds the requirement ids the item names, and
+copies in the example's reference change for them, with faults injected at the configured rates:
+a plausible but wrong edit, no edit at all, or an extra edit outside the item's write scope. Draws
+are seeded by (seed, item, iteration), so a run is repeatable. Whatever it did, it claims SUCCESS:
+the point of the harness is that this claim decides nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import sys
+from importlib import resources
+from pathlib import Path
+
+BANNER = "[SIMULATED AGENT: a scripted stand-in for an LLM; no model is called]"
+
+
+def reference_root() -> Path:
+    return Path(str(resources.files("shared.example") / "reference"))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="sim-agent", description="SIMULATED agent for the bundled example")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--wrong-edit", type=float, default=0.25)
+    parser.add_argument("--no-edit", type=float, default=0.1)
+    parser.add_argument("--out-of-scope", type=float, default=0.2)
+    args = parser.parse_args(argv)
+
+    prompt = sys.stdin.read()
+    print(BANNER)
+    item = re.search(r"^Banach-Item:\s*(\S+)", prompt, re.MULTILINE)
+    reqs = re.search(r"^Requirements:\s*(.+)$", prompt, re.MULTILINE)
+    if not item or not reqs:
+        print("the prompt names no item; nothing to do")
+        print("SUCCESS")
+        return 0
+    item_id = item.group(1)
+    iteration = os.environ.get("BANACH_ITERATION", "0")
+    draw = random.Random(f"{args.seed}:{item_id}:{iteration}")
+    roll, scope_roll = draw.random(), draw.random()
+    if roll < args.wrong_edit:
+        variant = "wrong"
+    elif roll < args.wrong_edit + args.no_edit:
+        variant = "none"
+    else:
+        variant = "right"
+    root = reference_root()
+    touched = []
+    for rid in [r.strip() for r in reqs.group(1).split(",") if r.strip()]:
+        source = root / rid / variant
+        if variant == "none" or not source.is_dir():
+            continue
+        for path in sorted(source.rglob("*")):
+            if path.is_file():
+                target = Path(path.relative_to(source))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+                touched.append(str(target))
+    if scope_roll < args.out_of_scope:
+        with open("README.md", "a", encoding="utf-8") as handle:
+            handle.write("\nEdited by the simulated agent, outside its scope.\n")
+        Path("NOTES-from-agent.md").write_text("notes the simulated agent left outside its scope\n")
+        touched += ["README.md", "NOTES-from-agent.md"]
+    print(f"item {item_id}, iteration {iteration}: variant={variant}; wrote {', '.join(touched) or 'nothing'}")
+    print("SUCCESS: the task is complete and all tests pass.")  # claimed, never believed
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,97 @@
+"""Canon's value types."""
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+$")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceRef(Frozen):
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def _check_scope_path(value: str) -> str:
+    if not value or value.startswith("/") or ".." in value.split("/"):
+        raise ValueError(f"'{value}' must be a relative path or glob inside the code repository, without '..'")
+    return value
+
+
+class Requirement(Frozen):
+    id: str = Field(description="stable id, such as TK-1")
+    title: str
+    text: str
+    area: str
+    priority: int = Field(3, ge=1, le=9, description="1 is the most important")
+    paths: tuple[str, ...] = Field((), description="globs the requirement grants as write scope")
+    checks: tuple[str, ...] = Field((), description="shell commands; exit 0 means the requirement holds")
+    tests: tuple[str, ...] = Field((), description="pytest node ids of canon's conformance tests")
+    reads: tuple[str, ...] = Field((), description="globs of the code its checks read; narrows the memo key")
+    depends_on: tuple[str, ...] = ()
+    conflicts_with: tuple[str, ...] = ()
+    source: SourceRef
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not ID_PATTERN.match(value):
+            raise ValueError(f"'{value}' is not a requirement id; use capitals, digits and dashes, such as TK-1")
+        return value
+
+    @field_validator("paths", "reads")
+    @classmethod
+    def _scope(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_check_scope_path(value) for value in values)
+
+    @field_validator("tests")
+    @classmethod
+    def _tests(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for value in values:
+            if not value.startswith("tests/") or ".." in value:
+                raise ValueError(f"'{value}' must be a pytest node id under canon's tests/, such as tests/test_x.py::test_y")
+        return values
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.checks or self.tests)
+
+
+class Document(Frozen):
+    path: str  # relative to canon's root, such as requirements/text.md
+    area: str
+    title: str
+    removes: tuple[str, ...] = ()
+    requirements: tuple[Requirement, ...]
+
+
+class Canon(Frozen):
+    version: int
+    commit: str
+    documents: tuple[Document, ...]
+    test_files: tuple[str, ...] = ()  # conformance test files, relative to canon's root
+
+    @cached_property
+    def requirements(self) -> dict[str, Requirement]:
+        return {req.id: req for doc in self.documents for req in doc.requirements}
+
+    def slice(self, ids: tuple[str, ...]) -> list[Requirement]:
+        """The requirements named and everything they depend on, transitively: what an agent needs to see."""
+        seen: dict[str, Requirement] = {}
+        stack = list(ids)
+        while stack:
+            rid = stack.pop()
+            if rid in seen or rid not in self.requirements:
+                continue
+            seen[rid] = self.requirements[rid]
+            stack.extend(seen[rid].depends_on)
+        return [seen[rid] for rid in sorted(seen, key=lambda r: (r not in ids, r))]

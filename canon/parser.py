@@ -1,0 +1,169 @@
+"""Canon documents: a human-editable Markdown dialect, parsed with line numbers for every error.
+
+    ---
+    area: text
+    title: Text utilities
+    ---
+
+    ## TK-1: slugify makes URL slugs
+    priority: 1
+    paths: textkit/slug.py
+    tests: tests/test_slug.py
+    depends_on: TK-0
+
+    What the requirement says, in prose, until the next '## ' heading.
+
+The header between '---' lines is optional. Field lines follow a requirement's heading up to the
+first blank line. A list field takes comma-separated values inline (one command for `checks`), or
+one '- item' per following line.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from pydantic import ValidationError
+
+from canon.model import Document, Requirement, SourceRef
+from shared.errors import CanonError
+
+HEADING = re.compile(r"^##\s+(?P<id>\S+?):?\s+(?P<title>.*\S)\s*$")
+FIELD = re.compile(r"^(?P<key>[a-z_]+):\s*(?P<value>.*?)\s*$")
+LIST_ITEM = re.compile(r"^\s+-\s+(?P<value>.*?)\s*$")
+LIST_FIELDS = {"paths", "checks", "tests", "reads", "depends_on", "conflicts_with"}
+SCALAR_FIELDS = {"priority"}
+HEADER_FIELDS = {"area", "title", "removes"}
+
+
+class CanonSyntaxError(CanonError):
+    def __init__(self, file: str, line: int, message: str) -> None:
+        self.file, self.line, self.reason = file, line, message
+        super().__init__(f"{file}:{line}: {message}")
+
+
+def _decode(raw: bytes, file: str) -> str:
+    if b"\0" in raw:
+        line = raw[: raw.index(b"\0")].count(b"\n") + 1
+        raise CanonSyntaxError(file, line, "contains a NUL byte: this looks like a binary file, not a canon document")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise CanonSyntaxError(file, line, f"not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from None
+
+
+def _split_list(key: str, value: str) -> list[str]:
+    if key == "checks":
+        return [value] if value else []
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _header(lines: list[str], file: str) -> tuple[dict[str, str], int]:
+    """Front matter between '---' lines; returns the fields and the index of the first body line."""
+    if not lines or lines[0].strip() != "---":
+        return {}, 0
+    fields: dict[str, str] = {}
+    for index in range(1, len(lines)):
+        text = lines[index]
+        if text.strip() == "---":
+            return fields, index + 1
+        if not text.strip():
+            continue
+        match = FIELD.match(text)
+        if not match:
+            raise CanonSyntaxError(file, index + 1, f"header line is not 'key: value': {text.strip()!r}")
+        key = match["key"]
+        if key not in HEADER_FIELDS:
+            raise CanonSyntaxError(
+                file, index + 1, f"unknown header key '{key}'; known keys: {', '.join(sorted(HEADER_FIELDS))}"
+            )
+        fields[key] = match["value"]
+    raise CanonSyntaxError(file, 1, "the header opened with '---' is never closed; add a line '---' after its fields")
+
+
+def parse_document(raw: bytes | str, file: str) -> Document:
+    text = raw if isinstance(raw, str) else _decode(raw, file)
+    if not text.strip():
+        raise CanonSyntaxError(file, 1, "the document is empty; it needs at least one requirement ('## ID: title')")
+    lines = text.splitlines()
+    header, start = _header(lines, file)
+    area = header.get("area") or PurePosixPath(file).stem
+    blocks: list[tuple[int, re.Match[str]]] = []
+    for index in range(start, len(lines)):
+        if lines[index].startswith("## "):
+            match = HEADING.match(lines[index])
+            if not match:
+                raise CanonSyntaxError(file, index + 1, "a requirement heading must read '## ID: title'")
+            blocks.append((index, match))
+        elif lines[index].startswith("##") and not lines[index].startswith("###"):
+            raise CanonSyntaxError(file, index + 1, "a requirement heading must read '## ID: title' (space after '##')")
+    if not blocks:
+        raise CanonSyntaxError(file, start + 1, "no requirement found; start one with a line '## ID: title'")
+    requirements = []
+    for number, (index, match) in enumerate(blocks):
+        end = blocks[number + 1][0] if number + 1 < len(blocks) else len(lines)
+        requirements.append(_requirement(lines, index, end, match, area, file))
+    removes = tuple(_split_list("removes", header.get("removes", "")))
+    return Document(path=file, area=area, title=header.get("title", area), removes=removes,
+                    requirements=tuple(requirements))
+
+
+def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str], area: str, file: str) -> Requirement:
+    fields: dict[str, object] = {}
+    cursor = index + 1
+    current_list: str | None = None
+    field_lines: dict[str, int] = {}
+    while cursor < end and lines[cursor].strip():
+        line = lines[cursor]
+        item = LIST_ITEM.match(line)
+        if item and current_list:
+            fields[current_list].append(item["value"])  # type: ignore[attr-defined]
+        else:
+            match = FIELD.match(line)
+            if not match:
+                break  # prose directly under the heading: the field block is over
+            key, value = match["key"], match["value"]
+            if key not in LIST_FIELDS | SCALAR_FIELDS:
+                known = ", ".join(sorted(LIST_FIELDS | SCALAR_FIELDS))
+                raise CanonSyntaxError(file, cursor + 1, f"unknown field '{key}'; known fields: {known}")
+            if key in fields:
+                raise CanonSyntaxError(file, cursor + 1, f"field '{key}' is given twice in {heading['id']}")
+            field_lines[key] = cursor + 1
+            if key in LIST_FIELDS:
+                fields[key] = _split_list(key, value)
+                current_list = key if not value else None
+            else:
+                fields[key] = value
+                current_list = None
+        cursor += 1
+    body = "\n".join(lines[cursor:end]).strip()
+    if not body:
+        raise CanonSyntaxError(file, index + 1, f"{heading['id']} has no text; say what must hold, in prose, below its fields")
+    data = {**fields, "id": heading["id"], "title": heading["title"], "text": body, "area": area,
+            "source": SourceRef(file=file, line=index + 1)}
+    if "priority" in data:
+        try:
+            data["priority"] = int(str(data["priority"]))
+        except ValueError:
+            raise CanonSyntaxError(file, field_lines["priority"], "priority must be a whole number from 1 (most important) to 9") from None
+    try:
+        return Requirement.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        key = str(problem["loc"][0]) if problem["loc"] else ""
+        line = field_lines.get(key, index + 1)
+        message = problem["msg"].removeprefix("Value error, ")
+        raise CanonSyntaxError(file, line, f"{heading['id']}: {key}: {message}" if key else message) from None
+
+
+def render_requirement(req: Requirement) -> str:
+    """The canonical text of one requirement, as parse_document reads it back."""
+    lines = [f"## {req.id}: {req.title}", f"priority: {req.priority}"]
+    for key in ("paths", "tests", "reads", "depends_on", "conflicts_with"):
+        values = getattr(req, key)
+        if values:
+            lines.append(f"{key}: {', '.join(values)}")
+    if req.checks:
+        lines.append("checks:")
+        lines.extend(f"  - {command}" for command in req.checks)
+    return "\n".join(lines) + "\n\n" + req.text.strip() + "\n"

@@ -1,0 +1,1 @@
+"""plan-loop: the judge. Read-only on canon and code; regenerates fix_plan from (V, C) alone and certifies."""

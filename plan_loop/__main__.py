@@ -1,0 +1,3 @@
+from plan_loop.cli import main
+
+main()

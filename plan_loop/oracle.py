@@ -1,0 +1,149 @@
+"""The computational oracle: every check and conformance test of canon V, run against a clean snapshot of C.
+
+Checks run in parallel up to the core count, each with a time budget and narrowed to writing only the
+snapshot. A timed-out check fails with a constant fingerprint, so it can never read as progress.
+
+Memo: a check's result is reused when its key matches. The key covers exactly what the check reads:
+the command (or the node ids), its time budget, the code (the tree id of C, or, when the requirement
+lists `reads`, the blob ids of the files those globs match), and for conformance tests the tree id of
+canon's tests/ at V. Anything outside that key (the machine, installed packages, the network) is assumed
+not to change the verdict; `plan-loop certify` ignores the memo for exactly that reason.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from canon.model import Canon, Requirement
+from canon.scope import matches
+from plan_loop.snapshot import Snapshot
+from shared.git import GitRepo
+from shared.journal import Memo, canonical
+from shared.process import Request, run
+
+EXCERPT_LINES = 30
+TIMEOUT_FINGERPRINT = "timeout"
+_VOLATILE = re.compile(r"\d+(\.\d+)?s\b|0x[0-9a-f]+|/tmp/\S+|\d{4}-\d\d-\d\dT\S+")
+
+
+@dataclass(frozen=True)
+class Check:
+    requirement: str
+    identity: str  # stable within the requirement: "check:0", "tests"
+    argv: tuple[str, ...]
+    label: str
+    timeout: float
+    memo_key: str
+
+
+@dataclass(frozen=True)
+class Result:
+    check: Check
+    passed: bool
+    exit_code: int | None
+    timed_out: bool
+    excerpt: str
+    fingerprint: str
+    duration: float
+    memoized: bool
+
+
+def fingerprint(output: str, timed_out: bool) -> str:
+    if timed_out:
+        return TIMEOUT_FINGERPRINT
+    normalized = _VOLATILE.sub("#", output)
+    return hashlib.sha256(normalized.encode()).hexdigest()[:16]
+
+
+def _code_key(req: Requirement, code: GitRepo, commit: str, blobs: Callable[[], dict[str, str]]) -> str:
+    if not req.reads:
+        return "tree:" + code.tree_id(commit)
+    chosen = {path: blob for path, blob in blobs().items() if matches(path, req.reads)}
+    return "reads:" + hashlib.sha256(canonical(chosen).encode()).hexdigest()
+
+
+def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: str, timeout: float) -> list[Check]:
+    tests_tree = canon_repo.tree_id(canon.commit, "tests") if canon.test_files else ""
+    cache: dict[str, dict[str, str]] = {}
+
+    def blobs() -> dict[str, str]:
+        if "b" not in cache:
+            cache["b"] = code.blob_ids(code_commit)
+        return cache["b"]
+
+    checks = []
+    for req in sorted(canon.requirements.values(), key=lambda r: r.id):
+        code_key = _code_key(req, code, code_commit, blobs) if req.measured else ""
+        for index, command in enumerate(req.checks):
+            key = canonical({"k": "check", "cmd": command, "t": timeout, "code": code_key})
+            checks.append(Check(req.id, f"check:{index}", ("/bin/sh", "-c", command), command, timeout,
+                                hashlib.sha256(key.encode()).hexdigest()))
+        if req.tests:
+            key = canonical({"k": "tests", "nodes": req.tests, "t": timeout, "code": code_key, "canon": tests_tree})
+            argv = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", *req.tests)
+            checks.append(Check(req.id, "tests", argv, "pytest " + " ".join(req.tests), timeout,
+                                hashlib.sha256(key.encode()).hexdigest()))
+    return checks
+
+
+def _run_one(check: Check, snapshot: Snapshot, wrap: Callable[[tuple[str, ...]], tuple[str, ...]]) -> Result:
+    argv = check.argv
+    if check.identity == "tests":
+        # node ids are relative to canon's root; the code snapshot is the working directory
+        argv = tuple(str(snapshot.canon / a) if a.startswith("tests/") else a for a in argv)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(snapshot.scratch),
+        "TMPDIR": str(snapshot.scratch),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": str(snapshot.code),
+        "BANACH_CANON": str(snapshot.canon),
+        "BANACH_CODE": str(snapshot.code),
+    }
+    if check.identity == "tests":
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # conformance tests are plain pytest; plugins cost seconds
+    outcome = run(Request(wrap(argv), cwd=snapshot.code, env=env, timeout=check.timeout, grace=0.5))
+    output = (outcome.stdout + outcome.stderr).strip()
+    excerpt = "\n".join(output.splitlines()[-EXCERPT_LINES:])
+    if outcome.timed_out:
+        excerpt = f"(killed after {check.timeout:g}s)\n" + excerpt
+    return Result(check, outcome.ok, None if outcome.timed_out else outcome.returncode, outcome.timed_out, excerpt,
+                  fingerprint(output, outcome.timed_out), outcome.duration, False)
+
+
+def run_checks(
+    checks: list[Check],
+    snapshot: Snapshot,
+    *,
+    jobs: int,
+    memo: Memo | None,
+    wrap: Callable[[tuple[str, ...]], tuple[str, ...]],
+) -> list[Result]:
+    results: dict[int, Result] = {}
+    todo: list[tuple[int, Check]] = []
+    for index, check in enumerate(checks):
+        cached = memo.get(check.memo_key) if memo else None
+        if cached is not None:
+            results[index] = Result(check, cached["passed"], cached["exit_code"], cached["timed_out"],
+                                    cached["excerpt"], cached["fingerprint"], 0.0, True)
+        else:
+            todo.append((index, check))
+    workers = jobs or os.cpu_count() or 1
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {index: pool.submit(_run_one, check, snapshot, wrap) for index, check in todo}
+        for index, future in futures.items():
+            results[index] = future.result()
+    if memo is not None:
+        for index, _check in todo:
+            result = results[index]
+            if not result.timed_out:  # a time-out may be the machine's fault; measure it again next time
+                memo.put(result.check.memo_key, {"passed": result.passed, "exit_code": result.exit_code,
+                                                 "timed_out": False, "excerpt": result.excerpt,
+                                                 "fingerprint": result.fingerprint})
+    return [results[index] for index in range(len(checks))]

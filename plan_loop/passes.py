@@ -1,0 +1,144 @@
+"""One plan pass: measure (V, C) from scratch, write fix_plan atomically, journal the residual,
+and record a certificate when a fresh pass finds nothing.
+
+It never reads the previous fix_plan to decide what is open. It reads its own journal only to log
+build's self-assessment bias (what build's commits claimed against what this pass finds).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from canon.store import CanonStore
+from plan_loop import fix_plan as fix_plan_file
+from plan_loop import snapshot
+from plan_loop.fix_plan import FixPlan, Item
+from plan_loop.items import items_from_results
+from plan_loop.oracle import build_checks, run_checks
+from shared.atomic import file_lock
+from shared.errors import WorkspaceError
+from shared.git import GitRepo
+from shared.isolation import sandbox_argv
+from shared.journal import Journal, Memo, load_or_create_key
+from shared.workspace import Workspace
+
+ITEM_TRAILER = "Banach-Item"
+
+
+@dataclass(frozen=True)
+class PassReport:
+    seq: int
+    canon_version: int
+    code_commit: str
+    residual: int
+    items: tuple[str, ...]
+    checks_run: int
+    checks_memoized: int
+    certified: bool
+    fresh: bool
+    unmeasured: tuple[str, ...]
+    believed_done_still_open: tuple[str, ...]
+
+    def describe(self) -> str:
+        verdict = "CERTIFIED: a fresh pass found nothing" if self.certified else f"residual {self.residual}"
+        return (f"plan pass #{self.seq}: canon v{self.canon_version} x code {self.code_commit[:12]}: {verdict} "
+                f"({self.checks_run} checks run, {self.checks_memoized} memoized"
+                + (f"; {len(self.unmeasured)} requirement(s) unmeasured" if self.unmeasured else "") + ")")
+
+
+class PlanService:
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.canon = CanonStore(ws.canon)
+        self.code = GitRepo(ws.code)
+        self.journal = Journal(ws.journal_path("plan"), key=load_or_create_key(ws.keys_dir / "plan.key"))
+        self.memo = Memo(ws.role_dir("plan") / "memo.db")
+
+    def close(self) -> None:
+        self.journal.close()
+        self.memo.close()
+
+    def demolish_areas(self) -> frozenset[str]:
+        """Areas the monitor flagged as stalled, so the next pass emits a demolish item for them."""
+        from plan_loop.requests import stalled_areas
+
+        return stalled_areas(self.ws)
+
+    def _bias(self, code_commit: str, open_items: set[str]) -> tuple[list[str], list[str]]:
+        previous = self.journal.last("pass")
+        if previous is None:
+            return [], []
+        before = previous.data.get("code_commit")
+        if not before or before == code_commit or not self.code.is_ancestor(before, code_commit):
+            return [], []
+        claimed = {value for _, value in self.code.commits_with_trailer(before, code_commit, ITEM_TRAILER)}
+        still_open = sorted(claimed & open_items)
+        closed_unclaimed = sorted(set(previous.data.get("items", [])) - open_items - claimed)
+        return still_open, closed_unclaimed
+
+    def run_pass(self, *, fresh: bool = False, agent: Callable[..., list[Item]] | None = None) -> PassReport:
+        with file_lock(self.ws.role_dir("plan") / "pass.lock", what="a plan pass"):
+            return self._run_pass(fresh=fresh, agent=agent)
+
+    def _run_pass(self, *, fresh: bool, agent: Callable[..., list[Item]] | None) -> PassReport:
+        code_commit = self.code.head()
+        if code_commit is None:
+            raise WorkspaceError(f"{self.ws.code} has no commits; the code repository needs an initial commit")
+        canon = self.canon.load()
+        if canon.version == 0:
+            raise WorkspaceError("canon has no version yet; add requirements with 'spec-loop add' or 'spec-loop edit'")
+        with self.journal.step("pass", {"canon_version": canon.version, "code_commit": code_commit, "fresh": fresh}) as out:
+            snap = snapshot.take(self.ws.role_dir("plan") / "scratch", self.code, code_commit, self.canon.git, canon.commit)
+            checks = build_checks(canon, self.canon.git, self.code, code_commit, self.ws.config.plan.check_timeout)
+            results = run_checks(checks, snap, jobs=self.ws.config.plan.jobs, memo=None if fresh else self.memo,
+                                 wrap=lambda argv: sandbox_argv(self.ws, argv, [snap.scratch, snap.code]))
+            code_files = set(self.code.files_at(code_commit))
+            unmeasured = sorted(r.id for r in canon.requirements.values() if not r.measured)
+            agent_items, rejections, judged = agent(canon, snap, unmeasured) if agent else ([], [], [])
+            unmeasured = sorted(set(unmeasured) - set(judged))
+            items = items_from_results(canon, results, code_files, demolish_areas=self.demolish_areas(),
+                                       extra=agent_items)
+            open_ids = {item.id for item in items}
+            still_open, closed_unclaimed = self._bias(code_commit, open_ids)
+            memoized = sum(1 for r in results if r.memoized)
+            seq = out["started_seq"]
+            plan = FixPlan(
+                canon_version=canon.version, canon_commit=canon.commit, code_commit=code_commit,
+                created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), pass_seq=seq,
+                residual=len(items), items=tuple(items), unmeasured=tuple(unmeasured),
+                agent_rejections=tuple(rejections),
+            )
+            fix_plan_file.write(plan, self.ws.fix_plan_json, self.ws.fix_plan_md)
+            certified = len(items) == 0 and fresh
+            report = PassReport(seq, canon.version, code_commit, len(items), tuple(sorted(open_ids)), len(results) - memoized,
+                                memoized, certified, fresh, tuple(unmeasured), tuple(still_open))
+            self.journal.append("pass", {
+                "started_seq": seq, "canon_version": canon.version, "canon_commit": canon.commit,
+                "code_commit": code_commit, "residual": len(items), "items": sorted(open_ids),
+                "requirements_by_item": {i.id: list(i.requirements) for i in items},
+                "checks_run": report.checks_run, "checks_memoized": memoized, "fresh": fresh,
+                "unmeasured": unmeasured, "believed_done_still_open": still_open,
+                "closed_without_claim": closed_unclaimed, "agent_rejections": rejections,
+            })
+            if certified:
+                self.journal.append("certificate", {"canon_version": canon.version, "canon_commit": canon.commit,
+                                                    "code_commit": code_commit, "pass_seq": seq})
+            out.update(outcome="written", residual=len(items))
+            return report
+
+    def measure(self, *, agent: Callable[..., list[Item]] | None = None) -> list[PassReport]:
+        """A pass; when it finds nothing on memoized results, a fresh pass to certify it."""
+        reports = [self.run_pass(agent=agent)]
+        if reports[0].residual == 0 and not reports[0].certified:
+            reports.append(self.run_pass(fresh=True, agent=agent))
+        return reports
+
+
+def read_current(ws: Workspace) -> FixPlan | None:
+    return fix_plan_file.read(ws.fix_plan_json)
+
+
+def scratch_root(ws: Workspace) -> Path:
+    return ws.role_dir("plan") / "scratch"

@@ -1,0 +1,1 @@
+"""What the three loops share: config, errors, the subprocess runner, git, journal, isolation, supervision."""

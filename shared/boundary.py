@@ -1,0 +1,64 @@
+"""The one place errors become exit codes: BanachError is `Error: ...` and 1; Ctrl-C is 130;
+anything else writes a crash report into the state dir and exits 3."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from shared.errors import BanachError
+
+workspace_option = click.option(
+    "--workspace", "-w", "workspace", type=click.Path(file_okay=False, path_type=Path),
+    default=lambda: os.environ.get("BANACH_WORKSPACE", "."), show_default="current directory",
+    help="the Banach workspace (the folder holding banach.toml)",
+)
+
+
+def _crash_report(program: str) -> Path | None:
+    workspace = None
+    for index, arg in enumerate(sys.argv):
+        if arg in ("--workspace", "-w") and index + 1 < len(sys.argv):
+            workspace = Path(sys.argv[index + 1])
+        elif arg.startswith("--workspace="):
+            workspace = Path(arg.split("=", 1)[1])
+    state = (workspace or Path(os.environ.get("BANACH_WORKSPACE", "."))) / "state"
+    folder = state if state.is_dir() else Path(os.environ.get("TMPDIR", "/tmp"))
+    path = folder / f"crash-{program}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    try:
+        path.write_text(f"{program} {' '.join(sys.argv[1:])}\n\n{traceback.format_exc()}")
+        return path
+    except OSError:
+        return None
+
+
+def run_cli(group: Callable[..., object], program: str) -> None:
+    try:
+        group(standalone_mode=False, prog_name=program)  # type: ignore[call-arg]
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except BanachError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except BaseException:
+        report = _crash_report(program)
+        where = f"; a crash report is in {report}" if report else ""
+        click.echo(f"{program} crashed: this is a bug in Banach{where}", err=True)
+        sys.exit(3)
+    sys.exit(0)

@@ -1,0 +1,203 @@
+"""banach: set up a workspace, run the demo, start and stop the loops, and read where they stand."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from shared.boundary import run_cli, workspace_option
+from shared.workspace import Workspace
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """banach: three loops (spec, plan, build) that converge code on a falsifiable canon, and decide
+    "done" by a fresh plan pass, never by the agent's word.
+
+    Example: banach demo
+    """
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--example", is_flag=True, help="copy the bundled example (textkit), as 'banach demo' starts it")
+def init(directory: Path, example: bool) -> None:
+    """Make a new workspace in DIRECTORY: banach.toml, canon, inbox, code, fix_plan and journals.
+
+    Example: banach init ./ws --example
+    """
+    from shared.init import init_workspace
+
+    ws = init_workspace(directory, example=example)
+    click.echo(f"workspace ready in {ws.root}" + (" (the bundled example; its agent is SIMULATED)" if example else ""))
+
+
+@cli.command()
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="where to put the demo workspace (default: a new temp dir)")
+@click.option("--seed", type=int, default=None, help="seed of the simulated agent's faults (default: the example's, 1)")
+@click.option("--budget", type=float, default=170.0, show_default=True, help="seconds before the demo gives up")
+@click.pass_context
+def demo(ctx: click.Context, directory: Path | None, seed: int | None, budget: float) -> None:
+    """Run the bundled example under supervisord until plan certifies convergence; exit 0 only if it does.
+
+    The agent is SIMULATED: a scripted stand-in for an LLM that applies reference changes with injected
+    faults (wrong edits, no edit, edits outside its scope), so the governor has something to catch.
+
+    Example: banach demo --seed 3
+    """
+    from shared.demo import run_demo
+
+    result = run_demo(directory, seed, budget, click.echo)
+    click.echo(result.summary)
+    ctx.exit(0 if result.certified else 1)
+
+
+@cli.command()
+@workspace_option
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def status(workspace: Path, as_json: bool) -> None:
+    """Canon version, code commit, residual, certificate, q and diagnosis, processes, isolation, paths.
+
+    Example: banach status --json
+    """
+    from shared.status import render
+    from shared.status import status as read_status
+
+    info = read_status(Workspace.open(workspace))
+    click.echo(json.dumps(info, indent=2, default=str) if as_json else render(info))
+
+
+@cli.command()
+@workspace_option
+def up(workspace: Path) -> None:
+    """Start spec-loop, plan-loop and build-loop under supervisord for the workspace.
+
+    Example: banach up -w ws && supervisorctl -c ws/state/supervisor/supervisord.conf status
+    """
+    from shared import supervisor
+
+    ws = Workspace.open(workspace)
+    for program in supervisor.up(ws):
+        click.echo(f"{program.role:6} {program.state.lower():8} pid {program.pid}")
+    click.echo(f"supervisorctl -c {ws.relative(ws.supervisor_conf)} status   # as with any supervisord")
+
+
+@cli.command()
+@workspace_option
+def down(workspace: Path) -> None:
+    """Stop the three loops (each finishes or abandons its step, journaled) and supervisord.
+
+    Example: banach down -w ws
+    """
+    from shared import supervisor
+
+    click.echo("stopped" if supervisor.down(Workspace.open(workspace)) else "supervisor was not running")
+
+
+@cli.command()
+@workspace_option
+@click.argument("role", type=click.Choice(["spec", "plan", "build"]))
+@click.option("-f", "--follow", is_flag=True, help="keep printing as the log grows")
+def logs(workspace: Path, role: str, follow: bool) -> None:
+    """Show ROLE's log (what the loop printed under supervisord).
+
+    Example: banach logs build -f
+    """
+    from shared.supervisor import log_file
+
+    path = log_file(Workspace.open(workspace), role)
+    if not path.exists():
+        click.echo(f"no log yet at {path}; start the loops with 'banach up'")
+        return
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        sys.stdout.write(handle.read())
+        while follow:
+            line = handle.readline()
+            if line:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            else:
+                time.sleep(0.3)
+
+
+@cli.group()
+def journal() -> None:
+    """Read and verify the per-role journals.
+
+    Example: banach journal verify
+    """
+
+
+@journal.command()
+@workspace_option
+@click.option("--receipts", is_flag=True, help="also check each row's HMAC receipt with the role's key")
+@click.pass_context
+def verify(ctx: click.Context, workspace: Path, receipts: bool) -> None:
+    """Recompute every journal's hash chain; exit 1 naming the role and the first row that does not hold.
+
+    Example: banach journal verify --receipts
+    """
+    from shared.verify import verify_all
+
+    ok, lines = verify_all(Workspace.open(workspace), receipts=receipts)
+    for line in lines:
+        click.echo(line)
+    ctx.exit(0 if ok else 1)
+
+
+@cli.command()
+@workspace_option
+@click.option("--series", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="a JSON array of residuals, or one number a line (default: the workspace's plan passes)")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
+    """Fit log q from the residual series and diagnose the loop.
+
+    Example: banach monitor --series residuals.json --json
+    """
+    from shared.monitor import diagnose
+    from shared.series import read_history, read_series_file
+
+    if series is not None:
+        values = read_series_file(series)
+        diagnosis = diagnose(values)
+    else:
+        segment = read_history(Workspace.open(workspace)).current_segment()
+        values = [p.residual for p in segment]
+        diagnosis = diagnose(values, [p.items for p in segment],
+                             {k: v for p in segment for k, v in p.requirements_by_item.items()})
+    out = {**diagnosis.as_json(), "series": values}
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+    else:
+        q = f"q = {out['q']:.3f} (90% interval {out['q_interval'][0]:.3f} to {out['q_interval'][1]:.3f})" if out["q"] is not None else "q: n/a"
+        click.echo(f"{diagnosis.label}: {diagnosis.reason}\n{q}, window {out['window']}, passes left {out['passes_left']}")
+
+
+@cli.command()
+@workspace_option
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="where to write the PNG (default: convergence.png in the workspace)")
+def plot(workspace: Path, output: Path | None) -> None:
+    """Draw the residual per plan pass on a log axis, with the fitted line, q and the events.
+
+    Example: banach plot -o convergence.png
+    """
+    from shared.plot import draw
+    from shared.series import read_history
+    from shared.status import status as read_status
+
+    ws = Workspace.open(workspace)
+    info = read_status(ws)
+    target = output or ws.root / "convergence.png"
+    diagnosis = draw(read_history(ws), target, simulated=info["agent"].startswith("SIMULATED"),
+                     unmeasured=len(info["unmeasured"]))
+    click.echo(f"wrote {target} ({diagnosis.label})")
+
+
+def main() -> None:
+    run_cli(cli, "banach")

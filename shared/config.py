@@ -1,0 +1,146 @@
+"""banach.toml, read in exactly one place into frozen models. The core never sees a dict."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shared.errors import ConfigError
+
+CONFIG_NAME = "banach.toml"
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PathsConfig(Model):
+    canon: str = Field("canon", description="canon's git repository, written only by spec-loop")
+    code: str = Field("code", description="the code repository, written only by build-loop")
+    inbox: str = Field("inbox", description="drafts for spec-loop to take in")
+    plan: str = Field("plan", description="fix_plan.json and fix_plan.md, written only by plan-loop")
+    state: str = Field("state", description="journals, keys, logs and scratch space, one folder per role")
+
+
+class IsolationConfig(Model):
+    backend: Literal["landlock", "users", "none"] = Field(
+        "landlock", description="how writes are enforced: landlock, users, or none (only when asked by name)"
+    )
+
+
+class SpecConfig(Model):
+    debounce_seconds: float = Field(0.5, ge=0, description="a burst of inbox saves within this window is one intake")
+    reconcile_agent: str = Field("", description="agent preset that may flag semantic contradictions; empty: none")
+
+
+class PlanConfig(Model):
+    check_timeout: float = Field(60.0, gt=0, description="seconds a single check may run before it counts as failing")
+    jobs: int = Field(0, ge=0, description="checks run in parallel; 0 means one per core")
+    agent: str = Field("", description="agent preset for the inferential oracle; empty: requirements without checks are unmeasured")
+    agent_timeout: float = Field(300.0, gt=0, description="seconds one plan-agent prompt may run")
+    replan_every_commits: int = Field(1, ge=1, description="re-plan after this many build commits")
+    replan_on_canon_change: bool = Field(True, description="re-plan when canon gets a new version")
+    replan_interval_seconds: float = Field(0.0, ge=0, description="also re-plan on this timer; 0 disables it")
+    debounce_seconds: float = Field(0.3, ge=0, description="ref changes within this window are one trigger")
+
+
+class SensorConfig(Model):
+    name: str = Field(description="stable name; the ratchet compares sensors by it")
+    command: str = Field(description="shell command run in the code work tree; exit 0 is green")
+    kind: Literal["command", "pytest"] = Field(
+        "command", description="pytest: results are taken per test id (from junit XML) for the ratchet"
+    )
+    timeout: float = Field(120.0, gt=0, description="seconds before the sensor is killed and counts as failing")
+
+
+class BuildConfig(Model):
+    agent: str = Field("sim", description="the agent preset of the first ladder rung when ladder is empty")
+    ladder: tuple[str, ...] = Field((), description="agent presets to climb on stalls, cheapest first")
+    turn_timeout: float = Field(600.0, gt=0, description="wall-clock seconds for one agent turn")
+    max_attempts: int = Field(4, ge=1, description="attempts on one item before it is blocked")
+    stall_patience: int = Field(2, ge=1, description="iterations without progress on an item before climbing a rung")
+    sensors: tuple[SensorConfig, ...] = Field((), description="build's own sensors, run after every turn")
+    fix_commands: tuple[str, ...] = Field((), description="formatters or autofix run after the fence, before sensors")
+    context_commands: tuple[str, ...] = Field((), description="commands whose output goes into the prompt")
+    env_allow: tuple[str, ...] = Field(
+        ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "PYTHONPATH", "VIRTUAL_ENV"),
+        description="environment variables passed to the agent; nothing else reaches it",
+    )
+    max_turns: int = Field(0, ge=0, description="stop the run after this many agent turns; 0: no limit")
+    max_seconds: float = Field(0.0, ge=0, description="stop the run after this much wall-clock time; 0: no limit")
+    max_cost_usd: float = Field(0.0, ge=0, description="stop when reported agent cost exceeds this; 0: no limit")
+    idle_poll_seconds: float = Field(5.0, gt=0, description="how often an idle build-loop looks for a new fix_plan")
+
+
+class AgentPreset(Model):
+    preset: Literal["sim", "command", "claude", "codex", "aider", "gemini", "opencode", "goose", "pi"] = Field(
+        description="which CLI this is; decides argv, prompt passing and output parsing"
+    )
+    command: str = Field("", description="for preset 'command': the program line; others: override the executable")
+    model: str = Field("", description="model name passed to the CLI, where it takes one")
+    extra_args: tuple[str, ...] = Field((), description="appended to the preset's argv")
+
+
+class SimConfig(Model):
+    seed: int = Field(1, description="seed of the simulated agent's fault draws")
+    wrong_edit: float = Field(0.25, ge=0, le=1, description="rate of plausible but wrong edits")
+    no_edit: float = Field(0.1, ge=0, le=1, description="rate of turns that change nothing")
+    out_of_scope: float = Field(0.2, ge=0, le=1, description="rate of turns that also edit outside the item's scope")
+
+
+class Config(Model):
+    paths: PathsConfig = PathsConfig()
+    isolation: IsolationConfig = IsolationConfig()
+    spec: SpecConfig = SpecConfig()
+    plan: PlanConfig = PlanConfig()
+    build: BuildConfig = BuildConfig()
+    agents: dict[str, AgentPreset] = Field(
+        default_factory=lambda: {"sim": AgentPreset(preset="sim")}, description="named agent presets"
+    )
+    sim: SimConfig = SimConfig()
+
+
+def _describe(error: ValidationError, path: Path) -> str:
+    lines = [f"{path}: invalid configuration"]
+    for problem in error.errors():
+        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        lines.append(f"  {key}: {problem['msg']}")
+    lines.append("Fix these keys (see README, 'Configuration') and run the command again.")
+    return "\n".join(lines)
+
+
+def parse_config(text: str, path: Path) -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from None
+    for rung in config.build.ladder or (config.build.agent,):
+        if rung not in config.agents:
+            raise ConfigError(
+                f"{path}: build names agent preset '{rung}', which is not defined; "
+                f"add [agents.{rung}] or pick one of: {', '.join(sorted(config.agents))}"
+            )
+    for role, name in (("plan.agent", config.plan.agent), ("spec.reconcile_agent", config.spec.reconcile_agent)):
+        if name and name not in config.agents:
+            raise ConfigError(f"{path}: {role} = '{name}' is not a defined agent preset; add [agents.{name}]")
+    return config
+
+
+def load_config(workspace: Path) -> Config:
+    path = workspace / CONFIG_NAME
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path} not found: {workspace} is not a Banach workspace. "
+            "Create one with 'banach init DIR' or pass --workspace."
+        ) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    return parse_config(text, path)

@@ -1,0 +1,105 @@
+"""`banach demo`: the bundled example, the three loops under supervisord, watched until plan certifies."""
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from shared import supervisor
+from shared.init import init_workspace
+from shared.journal import Journal
+from shared.plot import draw
+from shared.series import read_history
+from shared.status import status
+from shared.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    workspace: Path
+    certified: bool
+    summary: str
+
+
+def _set_seed(ws_root: Path, seed: int) -> None:
+    config = ws_root / "banach.toml"
+    text = config.read_text()
+    config.write_text(re.sub(r"(?m)^(\[sim\][^\[]*?^seed = )\d+", lambda m: f"{m.group(1)}{seed}", text))
+
+
+def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Callable[[str], None]) -> DemoResult:
+    root = directory or Path(tempfile.mkdtemp(prefix="banach-demo-"))
+    started = time.monotonic()
+    ws = init_workspace(root, example=True)
+    if seed is not None:
+        _set_seed(ws.root, seed)
+        ws = Workspace.open(ws.root)
+    echo(f"banach demo: the bundled example (textkit) in {ws.root}")
+    echo("banach demo: the agent is SIMULATED: a scripted stand-in for an LLM, with injected faults "
+         f"(wrong edits {ws.config.sim.wrong_edit:.0%}, no edit {ws.config.sim.no_edit:.0%}, "
+         f"out of scope {ws.config.sim.out_of_scope:.0%}; seed {ws.config.sim.seed})")
+    programs = supervisor.up(ws)
+    echo("banach demo: supervisord started " + ", ".join(f"{p.role} (pid {p.pid})" for p in programs))
+    certified = False
+    shown_passes = shown_build = 0
+    try:
+        while time.monotonic() - started < budget:
+            shown_passes, shown_build = _progress(ws, shown_passes, shown_build, echo)
+            info = status(ws)
+            if info["certified"]:
+                certified = True
+                break
+            time.sleep(0.5)
+        _progress(ws, shown_passes, shown_build, echo)
+    finally:
+        supervisor.down(ws)
+        echo("banach demo: supervisord stopped")
+    info = status(ws)
+    plot_path = ws.root / "convergence.png"
+    history = read_history(ws)
+    draw(history, plot_path, simulated=True, unmeasured=len(info["unmeasured"]))
+    build = info["build"]
+    elapsed = time.monotonic() - started
+    lines = [
+        "",
+        "Summary (agent: SIMULATED)",
+        f"  certified        {'yes' if info['certified'] else 'NO'}: canon v{info['canon_version']} x code {(info['code_commit'] or '')[:12]}, residual {info['residual']}",
+        f"  plan passes      {info['plan_passes']}",
+        f"  build iterations {build['iterations']} ({build['keeps']} kept, {build['rollbacks']} rolled back, "
+        f"{build['stalls']} stalled, {build['scope_fighting']} with out-of-scope edits reverted)",
+        f"  rollbacks        {build['rollbacks']}",
+        f"  q                {info['q'] if info['q'] is not None else 'n/a'}",
+        f"  diagnosis        {info['diagnosis']}",
+        f"  unmeasured       {', '.join(info['unmeasured']) or 'none'}",
+        f"  plot             {plot_path}",
+        f"  journals         {ws.role_dir('spec').parent}/<role>/journal.db (verify: banach journal verify -w {ws.root})",
+        f"  time             {elapsed:.1f}s",
+    ]
+    return DemoResult(ws.root, bool(info["certified"]) and certified, "\n".join(lines))
+
+
+def _progress(ws: Workspace, shown_passes: int, shown_build: int, echo: Callable[[str], None]) -> tuple[int, int]:
+    plan = Journal.reader(ws.journal_path("plan"))
+    if plan is not None:
+        with plan:
+            passes = plan.rows("pass")
+        for row in passes[shown_passes:]:
+            d = row.data
+            tag = " (fresh: certificate)" if d["residual"] == 0 and d.get("fresh") else ""
+            echo(f"  plan   pass {row.seq:>3}: canon v{d['canon_version']} x {d['code_commit'][:10]}: residual {d['residual']}{tag}")
+        shown_passes = len(passes)
+    build = Journal.reader(ws.journal_path("build"))
+    if build is not None:
+        with build:
+            ended = build.rows("iteration.ended")
+        for row in ended[shown_build:]:
+            d = row.data
+            if d.get("decision") == "already_green":
+                continue
+            extra = f"; reverted out of scope: {', '.join(d['reverted'])}" if d.get("reverted") else ""
+            echo(f"  build  iteration {d.get('n'):>3} {d.get('item')}: {d.get('decision')}: {d.get('reason', '')}{extra}")
+        shown_build = len(ended)
+    return shown_passes, shown_build

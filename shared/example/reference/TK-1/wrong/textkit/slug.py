@@ -1,0 +1,6 @@
+"""URL slugs."""
+
+
+def slugify(text: str) -> str:
+    """Lower-case text with spaces replaced by '-'."""
+    return text.lower().replace(" ", "-")

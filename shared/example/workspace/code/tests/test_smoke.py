@@ -1,0 +1,5 @@
+import textkit
+
+
+def test_package_imports():
+    assert textkit.__doc__

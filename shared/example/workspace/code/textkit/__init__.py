@@ -1,0 +1,1 @@
+"""textkit: small text utilities (the Banach example project)."""

@@ -1,0 +1,94 @@
+"""`banach init`: a new workspace, empty or a copy of the bundled example before any loop has run."""
+from __future__ import annotations
+
+import shutil
+from importlib import resources
+from pathlib import Path
+
+from canon.store import CanonStore
+from shared.config import CONFIG_NAME
+from shared.errors import WorkspaceError
+from shared.git import GitRepo
+from shared.journal import load_or_create_key
+from shared.workspace import ROLES, Workspace
+
+EMPTY_CONFIG = """# Banach workspace. Every key is documented in the README ('Configuration').
+
+[isolation]
+backend = "landlock"   # landlock | users | none
+
+[build]
+agent = "sim"          # a preset below; replace with a real agent, e.g. [agents.claude] preset = "claude"
+
+[agents.sim]
+preset = "sim"         # SIMULATED agent: a scripted stand-in for an LLM (it only knows the bundled example)
+"""
+
+
+def example_root() -> Path:
+    return Path(str(resources.files("shared.example") / "workspace"))
+
+
+def _copy_tree(source: Path, destination: Path) -> None:
+    for path in sorted(source.rglob("*")):
+        if "__pycache__" in path.parts:
+            continue
+        rel = path.relative_to(source)
+        name = rel.name.removeprefix("dot-")
+        target = destination / rel.parent / ("." + name if rel.name.startswith("dot-") else name)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+
+
+def init_workspace(root: Path, *, example: bool) -> Workspace:
+    root = root.resolve()
+    if (root / CONFIG_NAME).exists():
+        raise WorkspaceError(f"{root} is already a Banach workspace (it has {CONFIG_NAME}); pick an empty folder")
+    if root.exists() and any(root.iterdir()):
+        raise WorkspaceError(f"{root} is not empty; banach init makes a workspace in a new or empty folder")
+    root.mkdir(parents=True, exist_ok=True)
+    staging = root / ".init-partial"
+    try:
+        if example:
+            _copy_tree(example_root(), staging)
+        else:
+            staging.mkdir()
+            (staging / CONFIG_NAME).write_text(EMPTY_CONFIG)
+        for item in staging.iterdir():
+            item.rename(root / item.name)
+        staging.rmdir()
+        ws = Workspace.open(root)
+        _init_stores(ws, example=example)
+    except BaseException:
+        for item in root.iterdir():
+            shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink()
+        raise
+    return ws
+
+
+def _init_stores(ws: Workspace, *, example: bool) -> None:
+    for folder in (ws.inbox, ws.inbox / "accepted", ws.inbox / "rejected", ws.plan_dir, ws.keys_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    for role in ROLES:
+        ws.role_dir(role).mkdir(parents=True, exist_ok=True)
+        load_or_create_key(ws.keys_dir / f"{role}.key")
+    ws.keys_dir.chmod(0o700)
+    canon_files = {str(p.relative_to(ws.canon)): p.read_text() for p in sorted(ws.canon.rglob("*")) if p.is_file()} if ws.canon.exists() else {}
+    if ws.canon.exists():
+        shutil.rmtree(ws.canon)
+    store = CanonStore.create(ws.canon)
+    if canon_files:
+        # the first version goes through the same commit path spec-loop uses
+        from canon.parser import parse_document
+
+        ids = sorted(r.id for rel, text in canon_files.items() if rel.endswith(".md")
+                     for r in parse_document(text, rel).requirements)
+        store.commit(canon_files, "the bundled example", {"added": ids})
+    code = GitRepo.init(ws.code) if not (ws.code / ".git").exists() else GitRepo(ws.code)
+    if code.head() is None:
+        if not any(p for p in ws.code.iterdir() if p.name != ".git"):
+            (ws.code / "README.md").write_text("# code\n\nThe code repository build-loop writes.\n")
+        code.commit_all("initial commit", {}, role="init")

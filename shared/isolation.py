@@ -1,0 +1,135 @@
+"""OS-enforced write permissions: each role may write its row of the table in DESIGN.md, and nothing else.
+
+Backends:
+  landlock  the process restricts its own writes at start-up (kernel >= 5.13, unprivileged or root);
+            children inherit the restriction and may be narrowed further (build's agent, plan's checks).
+  users     one system account per role owns its stores; supervisord starts each program as its account.
+  none      nothing is enforced, and every start-up line and `banach status` say so.
+Reads are not restricted; the governor's fence and ref guards are the second line behind this one.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from shared.errors import IsolationError
+from shared.workspace import Role, Workspace
+
+ALWAYS_WRITABLE = ("/dev/null", "/dev/tty")
+ENV_ACTIVE = "BANACH_ISOLATION_ACTIVE"
+
+
+def writable_paths(ws: Workspace, role: Role) -> list[Path]:
+    own = ws.role_dir(role)
+    table: dict[str, list[Path]] = {
+        "spec": [ws.canon, ws.inbox, own],
+        "plan": [ws.plan_dir, own],
+        "build": [ws.code, own],
+        "monitor": [own],
+    }
+    return table[role]
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        import landlock
+
+        return int(landlock.landlock_abi_version())
+    except Exception:
+        return 0
+
+
+def _write_rights(abi: int) -> int:
+    from landlock import FSAccess
+
+    rights = (
+        FSAccess.WRITE_FILE | FSAccess.REMOVE_DIR | FSAccess.REMOVE_FILE | FSAccess.MAKE_CHAR | FSAccess.MAKE_DIR
+        | FSAccess.MAKE_REG | FSAccess.MAKE_SOCK | FSAccess.MAKE_FIFO | FSAccess.MAKE_BLOCK | FSAccess.MAKE_SYM
+    )
+    if abi >= 2:
+        rights |= FSAccess.REFER
+    if abi >= 3:
+        rights |= FSAccess.TRUNCATE
+    return int(rights)
+
+
+def _file_rights(abi: int) -> int:
+    from landlock import FSAccess
+
+    rights = FSAccess.WRITE_FILE
+    if abi >= 3:
+        rights |= FSAccess.TRUNCATE
+    return int(rights)
+
+
+def landlock_restrict(paths: list[Path]) -> int:
+    """Restrict this thread (and every thread and child started after) to writing only beneath paths."""
+    abi = landlock_abi()
+    if abi < 1:
+        raise IsolationError(
+            "isolation.backend is 'landlock' but this kernel has no Landlock (needs Linux >= 5.13 with "
+            "landlock in CONFIG_LSM). Use isolation.backend = 'users' (run 'banach setup-users' as root), or "
+            "'none' to run without enforcement."
+        )
+    from landlock import FSAccess, Ruleset
+
+    ruleset = Ruleset(restrict_rules=FSAccess(_write_rights(abi)))
+    for path in paths:
+        if path.is_dir():
+            ruleset.allow(str(path), rules=FSAccess(_write_rights(abi)))
+        elif path.exists():
+            ruleset.allow(str(path), rules=FSAccess(_file_rights(abi)))
+    ruleset.apply()
+    return abi
+
+
+@dataclass(frozen=True)
+class Enforcement:
+    backend: str
+    active: bool
+    detail: str
+
+    def banner(self, program: str) -> str:
+        if self.backend == "none":
+            return f"{program}: WARNING: isolation backend 'none': NOTHING IS ENFORCED; any process may write anywhere"
+        return f"{program}: isolation {self.backend}: {self.detail}"
+
+
+def restrict_self(ws: Workspace, role: Role) -> Enforcement:
+    """Called first thing by each loop, before any thread starts."""
+    backend = ws.config.isolation.backend
+    paths = writable_paths(ws, role)
+    for path in paths:
+        path.mkdir(parents=True, exist_ok=True)
+    scratch = ws.role_dir(role) / "tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    os.environ["TMPDIR"] = str(scratch)
+    import tempfile
+
+    tempfile.tempdir = str(scratch)
+    shown = ", ".join(ws.relative(p) for p in paths)
+    if backend == "none":
+        return Enforcement("none", False, "nothing is enforced")
+    if backend == "users":
+        from shared.users import check_running_as
+
+        check_running_as(role)
+        return Enforcement("users", True, f"running as account banach-{role}; writes limited by ownership to {shown}")
+    abi = landlock_restrict([*paths, *map(Path, ALWAYS_WRITABLE)])
+    os.environ[ENV_ACTIVE] = f"landlock:{role}"
+    return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}")
+
+
+def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path]) -> tuple[str, ...]:
+    """Wrap a child's argv so that it runs with writes narrowed to `writable` (landlock backend only)."""
+    if ws.config.isolation.backend != "landlock":
+        return argv
+    flags: list[str] = []
+    for path in writable:
+        flags += ["--write", str(path)]
+    return (sys.executable, "-m", "shared.sandbox", *flags, "--", *argv)

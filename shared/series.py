@@ -1,0 +1,118 @@
+"""The monitor's inputs, read from the journals read-only: residual per plan pass, segmented by canon
+version, and the events worth marking on the plot."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shared.errors import BanachError
+from shared.journal import Journal
+from shared.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class PlanPass:
+    seq: int
+    ts: float
+    canon_version: int
+    code_commit: str
+    residual: int
+    items: tuple[str, ...]
+    requirements_by_item: dict[str, list[str]]
+    fresh: bool
+    bias: int  # items build's commits claimed done that this pass still found open
+    unmeasured: int
+    started_seq: int  # the 'pass.started' row; a certificate names it
+
+
+@dataclass(frozen=True)
+class History:
+    passes: tuple[PlanPass, ...]
+    certificates: tuple[dict[str, object], ...] = ()
+    events: tuple[tuple[float, str], ...] = field(default=())  # (ts, kind): rollback, climb, keep, blocked
+
+    def current_segment(self) -> list[PlanPass]:
+        if not self.passes:
+            return []
+        version = self.passes[-1].canon_version
+        segment: list[PlanPass] = []
+        for plan_pass in reversed(self.passes):
+            if plan_pass.canon_version != version:
+                break
+            segment.append(plan_pass)
+        return list(reversed(segment))
+
+    def segments(self) -> list[list[PlanPass]]:
+        out: list[list[PlanPass]] = []
+        for plan_pass in self.passes:
+            if not out or out[-1][-1].canon_version != plan_pass.canon_version:
+                out.append([])
+            out[-1].append(plan_pass)
+        return out
+
+
+def read_history(ws: Workspace) -> History:
+    passes = []
+    certificates: list[dict[str, object]] = []
+    plan = Journal.reader(ws.journal_path("plan"))
+    if plan is not None:
+        with plan:
+            for row in plan.rows("pass"):
+                d = row.data
+                passes.append(PlanPass(row.seq, row.ts, d["canon_version"], d["code_commit"], d["residual"],
+                                       tuple(d.get("items", [])), d.get("requirements_by_item", {}), d.get("fresh", False),
+                                       len(d.get("believed_done_still_open", [])), len(d.get("unmeasured", [])),
+                                       d.get("started_seq", -1)))
+            certificates = [{"seq": row.seq, "ts": row.ts, **row.data} for row in plan.rows("certificate")]
+    events: list[tuple[float, str]] = []
+    build = Journal.reader(ws.journal_path("build"))
+    if build is not None:
+        with build:
+            for row in build.rows("iteration.ended"):
+                decision = row.data.get("decision", "")
+                if decision in ("rollback", "keep", "stall", "interrupted"):
+                    events.append((row.ts, decision))
+            events += [(row.ts, "climb") for row in build.rows("ladder.climb")]
+            events += [(row.ts, "blocked") for row in build.rows("item.blocked")]
+    spec = Journal.reader(ws.journal_path("spec"))
+    if spec is not None:
+        with spec:
+            events += [(row.ts, "canon") for row in spec.rows("draft.accepted")]
+    return History(tuple(passes), tuple(certificates), tuple(sorted(events)))
+
+
+def read_series_file(path: Path) -> list[float]:
+    """A JSON array of numbers, or one number a line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BanachError(f"{path}: cannot read the series: {exc}") from None
+    stripped = text.strip()
+    if not stripped:
+        raise BanachError(f"{path}: the series is empty; give a JSON array of numbers or one number a line")
+    if stripped.startswith("["):
+        try:
+            values = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise BanachError(f"{path}:{exc.lineno}: not a JSON array of numbers: {exc.msg}") from None
+        if not isinstance(values, list):
+            raise BanachError(f"{path}: expected a JSON array of numbers")
+        numbers = []
+        for index, value in enumerate(values):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+                raise BanachError(f"{path}: element {index} is {value!r}; every element must be a number >= 0")
+            numbers.append(float(value))
+        return numbers
+    numbers = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.strip().startswith("#"):
+            continue
+        try:
+            value = float(line.strip())
+        except ValueError:
+            raise BanachError(f"{path}:{number}: {line.strip()!r} is not a number") from None
+        if value != value or value < 0 or value == float("inf"):
+            raise BanachError(f"{path}:{number}: {line.strip()!r} must be a finite number >= 0")
+        numbers.append(value)
+    return numbers

@@ -1,0 +1,132 @@
+"""`banach status`: where the loop stands, read from the stores without writing anything."""
+from __future__ import annotations
+
+from typing import Any
+
+from canon.store import CanonStore
+from plan_loop import fix_plan as fix_plan_file
+from shared import supervisor
+from shared.errors import BanachError
+from shared.git import GitRepo
+from shared.isolation import landlock_abi
+from shared.journal import Journal
+from shared.monitor import diagnose
+from shared.series import read_history
+from shared.workspace import LOOP_ROLES, ROLES, Workspace
+
+
+def build_counts(ws: Workspace) -> dict[str, int]:
+    counts = {"iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0, "ladder_climbs": 0,
+              "blocked": 0, "scope_fighting": 0}
+    journal = Journal.reader(ws.journal_path("build"))
+    if journal is None:
+        return counts
+    with journal:
+        for row in journal.rows():
+            if row.kind == "iteration.ended":
+                decision = row.data.get("decision")
+                if decision != "already_green":
+                    counts["iterations"] += 1
+                key = {"keep": "keeps", "rollback": "rollbacks", "stall": "stalls", "interrupted": "interrupted"}.get(decision or "")
+                if key:
+                    counts[key] += 1
+            elif row.kind == "ladder.climb":
+                counts["ladder_climbs"] += 1
+            elif row.kind == "item.blocked":
+                counts["blocked"] += 1
+            elif row.kind == "scope.fighting":
+                counts["scope_fighting"] += 1
+    return counts
+
+
+def status(ws: Workspace) -> dict[str, Any]:
+    canon_version = CanonStore(ws.canon).version()
+    code = GitRepo(ws.code)
+    head = code.head()
+    try:
+        plan = fix_plan_file.read(ws.fix_plan_json)
+        plan_error = ""
+    except BanachError as exc:
+        plan, plan_error = None, str(exc)
+    history = read_history(ws)
+    segment = history.current_segment()
+    diagnosis = diagnose([p.residual for p in segment], [p.items for p in segment],
+                         {k: v for p in segment for k, v in p.requirements_by_item.items()})
+    certificate = history.certificates[-1] if history.certificates else None
+    certified = bool(certificate and certificate["canon_version"] == canon_version and certificate["code_commit"] == head)
+    fresh_plan = plan is not None and plan.canon_version == canon_version and plan.code_commit == head
+    backend = ws.config.isolation.backend
+    processes = {p.role: {"state": p.state, "pid": p.pid} for p in supervisor.states(ws)}
+    return {
+        "workspace": str(ws.root),
+        "canon_version": canon_version,
+        "code_commit": head,
+        "residual": plan.residual if plan else None,
+        "certified": certified,
+        "certificate": certificate,
+        "q": diagnosis.as_json()["q"],
+        "diagnosis": diagnosis.label,
+        "monitor": diagnosis.as_json(),
+        "unmeasured": list(plan.unmeasured) if plan else [],
+        "fix_plan": None if plan is None else {
+            "pass": plan.pass_seq, "created": plan.created, "canon_version": plan.canon_version,
+            "code_commit": plan.code_commit, "build_commits_since": code.count_commits(plan.code_commit, head or "HEAD")
+            if head and code.is_ancestor(plan.code_commit, head) else None,
+            "current": fresh_plan, "items": [item.id for item in plan.items],
+        },
+        "fix_plan_error": plan_error,
+        "plan_passes": len(history.passes),
+        "build": build_counts(ws),
+        "agent": _agent_label(ws),
+        "isolation": {
+            "backend": backend,
+            "enforced": backend != "none",
+            "landlock_abi": landlock_abi(),
+            "warning": "NOTHING IS ENFORCED: isolation backend is 'none'" if backend == "none" else "",
+            "roles": {role: {"enforced": backend != "none"} for role in LOOP_ROLES},
+        },
+        "processes": processes,
+        "supervisor_running": bool(processes),
+        "paths": {
+            "canon": ws.relative(ws.canon), "code": ws.relative(ws.code), "inbox": ws.relative(ws.inbox),
+            "fix_plan": ws.relative(ws.fix_plan_json),
+            "journals": {role: ws.relative(ws.journal_path(role)) for role in ROLES},
+            "supervisor_conf": ws.relative(ws.supervisor_conf),
+        },
+    }
+
+
+def _agent_label(ws: Workspace) -> str:
+    name = ws.config.build.agent
+    preset = ws.config.agents.get(name)
+    if preset is None:
+        return name
+    return "SIMULATED (a scripted stand-in for an LLM)" if preset.preset == "sim" else f"{name} ({preset.preset})"
+
+
+def render(info: dict[str, Any]) -> str:
+    lines = [
+        f"workspace   {info['workspace']}",
+        f"canon       v{info['canon_version']}",
+        f"code        {(info['code_commit'] or '(no commits)')[:12]}",
+        f"residual    {info['residual'] if info['residual'] is not None else '(not measured yet)'}"
+        + ("" if not info["fix_plan"] or info["fix_plan"]["current"] else "  (fix_plan is older than the code or canon)"),
+        f"certified   {'yes' if info['certified'] else 'no'}",
+        f"monitor     {info['diagnosis']}" + (f", q = {info['q']:.2f}" if info["q"] is not None else ""),
+        f"agent       {info['agent']}",
+    ]
+    if info["unmeasured"]:
+        lines.append(f"unmeasured  {', '.join(info['unmeasured'])} (no check: the metric is blind there)")
+    b = info["build"]
+    lines.append(f"build       {b['iterations']} iterations: {b['keeps']} kept, {b['rollbacks']} rolled back, "
+                 f"{b['stalls']} stalled, {b['ladder_climbs']} ladder climbs, {b['blocked']} blocked")
+    iso = info["isolation"]
+    lines.append(f"isolation   {iso['backend']}" + (f" (Landlock ABI {iso['landlock_abi']})" if iso["backend"] == "landlock" else "")
+                 + (f"  WARNING: {iso['warning']}" if iso["warning"] else ""))
+    if info["processes"]:
+        lines.append("processes   " + ", ".join(f"{role} {p['state'].lower()} (pid {p['pid']})" for role, p in info["processes"].items()))
+    else:
+        lines.append("processes   supervisor not running (start with 'banach up')")
+    if info["fix_plan_error"]:
+        lines.append(f"fix_plan    ERROR: {info['fix_plan_error']}")
+    return "\n".join(lines)

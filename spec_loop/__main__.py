@@ -1,0 +1,3 @@
+from spec_loop.cli import main
+
+main()

@@ -1,0 +1,28 @@
+"""`spec-loop check`: canon as it stands must parse, reconcile, and match its last committed version."""
+from __future__ import annotations
+
+from canon.parser import CanonSyntaxError
+from canon.reconcile import reconcile
+from canon.store import CanonStore
+from shared.errors import CanonError
+from shared.git import GitRepo, is_repo
+from shared.workspace import Workspace
+
+
+def check_canon(ws: Workspace) -> tuple[list[str], int]:
+    store = CanonStore(ws.canon)
+    problems: list[str] = []
+    dirty = store.dirty()
+    if dirty:
+        problems.append(f"{ws.relative(ws.canon)}: files changed outside spec-loop: {', '.join(dirty)}; "
+                        "canon is only changed through 'spec-loop edit' or the inbox")
+    try:
+        canon = store.load()
+    except CanonSyntaxError as exc:
+        return problems + [str(exc)], store.version()
+    except CanonError as exc:
+        return problems + [str(exc)], 0
+    code_files = GitRepo(ws.code).files_at("HEAD") if is_repo(ws.code) and GitRepo(ws.code).head() else []
+    found = reconcile(list(canon.documents), previous={}, replaced={}, test_sources=store.test_sources(),
+                      code_files=code_files)
+    return problems + [str(p) for p in found], canon.version

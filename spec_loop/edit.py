@@ -1,0 +1,88 @@
+"""`spec-loop edit`: $EDITOR on a copy of a canon document; nothing reaches canon until it is valid.
+
+As with `crontab -e` and `visudo`, an invalid save shows the problems and offers to re-open the
+editor with the text kept; declining leaves the text in the spec role's edit folder.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import shlex
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from canon.store import REQUIREMENTS_DIR
+from shared.errors import CanonError
+from shared.process import run_interactive
+from spec_loop.draft import Draft, target_for
+from spec_loop.service import Decision, SpecService
+
+TEMPLATE = """---
+area: {area}
+title: {area}
+---
+
+## {area_id}-1: one sentence that can be checked
+priority: 3
+paths: src/{area}/**
+checks:
+  - python -m pytest -q tests/test_{area}.py
+
+Say what must hold, so that a check can fail when it does not.
+"""
+
+
+def editor_argv(path: Path) -> tuple[str, ...]:
+    command = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    return (*shlex.split(command), str(path))
+
+
+def resolve_target(name: str | None) -> str:
+    if name is None:
+        return f"{REQUIREMENTS_DIR}/draft-{time.strftime('%Y%m%d-%H%M%S')}.md"
+    target = target_for(name.removeprefix("canon/"))
+    if target is None:
+        raise CanonError(f"{name}: canon holds requirement documents (*.md) and conformance tests (test_*.py)")
+    return target
+
+
+def edit(
+    service: SpecService,
+    name: str | None,
+    *,
+    reopen: Callable[[], bool],
+    echo: Callable[[str], None],
+) -> Decision | None:
+    target = resolve_target(name)
+    original = (service.store.read("HEAD", target) if service.store.head() else None)
+    if original is None:
+        area = Path(target).stem.replace("draft-", "area")
+        original = TEMPLATE.format(area=area, area_id=area.upper()[:4].strip("-") or "REQ") if target.endswith(".md") else ""
+    work = service.ws.role_dir("spec") / "edit" / target
+    work.parent.mkdir(parents=True, exist_ok=True)
+    work.write_text(original, encoding="utf-8")
+    while True:
+        status = run_interactive(editor_argv(work))
+        if status != 0:
+            echo(f"the editor exited with {status}; canon is unchanged. Your text is in {service.ws.relative(work)}")
+            return None
+        text = work.read_text(encoding="utf-8", errors="replace")
+        current = (service.store.read("HEAD", target) if service.store.head() else None)
+        if text == (current if current is not None else original) and current is not None:
+            echo(f"no change to {target}; canon stays at v{service.store.version()}")
+            work.unlink(missing_ok=True)
+            return None
+        with service.locked():
+            decision = service.decide(Draft(target, target, work.read_bytes()), source="edit")
+        if decision.accepted:
+            diff = difflib.unified_diff((current or "").splitlines(keepends=True), text.splitlines(keepends=True),
+                                        f"a/{target}", f"b/{target}")
+            echo("".join(diff).rstrip())
+            echo(decision.describe())
+            work.unlink(missing_ok=True)
+            return decision
+        echo(decision.describe())
+        if not reopen():
+            echo(f"canon is unchanged (v{decision.version}). Your text is kept in {service.ws.relative(work)}")
+            return decision
