@@ -165,7 +165,9 @@ class Governor:
     def _sensors(self, item: Item, canon: Canon, canon_dir: Path) -> list[Sensor]:
         import sys
 
-        sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command), s.kind, s.timeout) for s in self.ws.config.build.sensors]
+        # 'sh -c "CMD \"$@\"" sh ARGS' hands the junit flag of a pytest-kind sensor on to the command
+        sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command + (' "$@"' if s.kind == "pytest" else ""), "sh"), s.kind, s.timeout)
+                   for s in self.ws.config.build.sensors]
         timeout = self.ws.config.plan.check_timeout
         for rid in item.requirements:
             req = canon.requirements.get(rid)
@@ -272,7 +274,8 @@ class Governor:
         turn = run(Request(argv, cwd=self.ws.code, env=self._agent_env(n, item, agent_prompt, turn_scratch),
                            stdin=prompt, timeout=timeout), reap_orphans=self.subreaper, cancel=self.cancel)
         write_text(folder / "output.txt", turn.stdout + ("\n--- stderr ---\n" + turn.stderr if turn.stderr.strip() else ""))
-        report = agents.read_turn(self.ws.config, rung, turn.stdout, turn.stderr, turn.returncode, now=time.time())
+        preset_name = "" if self.options.agent_command else rung
+        report = agents.read_turn(self.ws.config, preset_name, turn.stdout, turn.stderr, turn.returncode, now=time.time())
         turn_facts = {"exit_code": turn.returncode, "timed_out": turn.timed_out, "duration": round(turn.duration, 3),
                       "reaped": turn.reaped, "cost_usd": report.cost_usd, "claimed_success": report.claimed_success}
 

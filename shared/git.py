@@ -170,8 +170,9 @@ class GitRepo:
             self._git("symbolic-ref", "HEAD", state.head_symbolic)
         self._git("reset", "-q", "--mixed", state.head)
         hidden = self.hidden_paths()
-        if hidden:
-            self._git("update-index", "--no-skip-worktree", "--no-assume-unchanged", "--", *hidden)
+        if hidden:  # one flag per call: given both, git applies only the last
+            self._git("update-index", "--no-skip-worktree", "--", *hidden)
+            self._git("update-index", "--no-assume-unchanged", "--", *hidden)
         stash = self.path / ".git" / "logs" / "refs" / "stash"
         if "refs/stash" not in wanted and stash.exists():
             stash.unlink()

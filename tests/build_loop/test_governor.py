@@ -1,0 +1,245 @@
+"""Each misbehaviour of an agent, as a real program, against the real governor: the governed outcome
+and a journal entry. The item is the example's TK-1 (scope textkit/slug.py) unless said otherwise."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from shared.journal import Journal
+from shared.workspace import Workspace
+from tests.helpers.processes import alive
+from tests.helpers.workspaces import agent, cli, git
+
+
+def once(ws: Workspace, script: str, *extra: str, env: dict[str, str] | None = None) -> str:
+    result = cli("build-loop", "once", "--workspace", str(ws.root), "--agent-command", agent(script), *extra, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def last_iteration(ws: Workspace) -> dict[str, object]:
+    with Journal(ws.journal_path("build"), readonly=True) as journal:
+        row = journal.last("iteration.ended")
+    assert row is not None
+    return row.data
+
+
+def output(ws: Workspace, n: int) -> str:
+    return cli("build-loop", "report", str(n), "--output", "--workspace", str(ws.root)).stdout
+
+
+def head(ws: Workspace) -> str:
+    return git(ws.code, "rev-parse", "HEAD")
+
+
+def test_good_agent_is_kept_with_trailers(measured: Workspace) -> None:
+    start = head(measured)
+    once(measured, "good.py")
+    data = last_iteration(measured)
+    assert data["decision"] == "keep"
+    message = git(measured.code, "log", "-1", "--format=%B")
+    assert re.search(r"^Banach-Item: TK-1\.\w+$", message, re.M)
+    assert "Canon-Version: 1" in message and "Banach-Iteration: 1" in message
+    assert git(measured.code, "rev-parse", "HEAD~1") == start
+
+
+def test_out_of_scope_edits_are_reverted_and_recorded(measured: Workspace) -> None:
+    once(measured, "out_of_scope.py")
+    data = last_iteration(measured)
+    assert data["decision"] == "keep"
+    assert sorted(data["reverted"]) == ["README.md", "textkit/extra.py"]
+    assert not (measured.code / "textkit" / "extra.py").exists()
+    assert "out of scope" not in (measured.code / "README.md").read_text()
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        assert journal.last("scope.fighting") is not None
+
+
+def test_agent_commit_is_undone_and_the_governor_commits(measured: Workspace) -> None:
+    start = head(measured)
+    once(measured, "commits.py")
+    data = last_iteration(measured)
+    assert data["decision"] == "keep"
+    assert any("HEAD moved" in v for v in data["guard_violations"])
+    assert git(measured.code, "log", "--format=%an", f"{start}..HEAD") == "banach-build"
+
+
+def test_agent_reset_cannot_move_the_checkpoint(measured: Workspace) -> None:
+    once(measured, "good.py")
+    kept = head(measured)
+    once(measured, "resets.py")
+    data = last_iteration(measured)
+    assert data["decision"] == "stall"
+    assert any("HEAD moved" in v for v in data["guard_violations"])
+    assert head(measured) == kept
+    assert (measured.code / "textkit" / "slug.py").exists()
+
+
+def test_checkout_and_stash_are_undone(measured: Workspace) -> None:
+    once(measured, "checks_out.py")
+    data = last_iteration(measured)
+    assert any("switched" in v for v in data["guard_violations"])
+    assert git(measured.code, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert "agent-branch" not in git(measured.code, "branch", "--list")
+    assert git(measured.code, "stash", "list") == ""
+    assert data["decision"] == "keep"
+
+
+def test_skip_worktree_is_cleared_and_the_hidden_edit_reverted(measured: Workspace) -> None:
+    once(measured, "skip_worktree.py")
+    data = last_iteration(measured)
+    assert any("index flag hides textkit/__init__.py" in v for v in data["guard_violations"])
+    assert "textkit/__init__.py" in data["reverted"]
+    assert "HIDDEN" not in (measured.code / "textkit" / "__init__.py").read_text()
+    assert git(measured.code, "ls-files", "-v", "textkit/__init__.py").startswith("H ")
+
+
+def test_processes_left_behind_are_reaped_even_in_a_new_session(measured: Workspace) -> None:
+    once(measured, "leaves_processes.py")
+    pids = [int(p) for p in re.search(r"PIDS (\d+) (\d+)", output(measured, 1)).groups()]  # type: ignore[union-attr]
+    assert not any(alive(pid) for pid in pids)
+    assert last_iteration(measured)["reaped"] >= 2
+
+
+def test_agent_that_never_returns_is_killed_at_its_budget(measured: Workspace) -> None:
+    once(measured, "never_returns.py", "--turn-timeout", "2")
+    data = last_iteration(measured)
+    assert data["timed_out"] is True
+    assert data["decision"] == "rollback"  # its wrong edit was judged, and failed
+    assert not (measured.code / "textkit" / "slug.py").exists()
+
+
+def test_no_change_with_a_claim_of_success_is_a_stall(measured: Workspace) -> None:
+    start = head(measured)
+    once(measured, "no_change.py")
+    data = last_iteration(measured)
+    assert data["decision"] == "stall"
+    assert data["claimed_success"] is True
+    assert head(measured) == start
+
+
+def test_fake_success_is_rolled_back_and_remembered(measured: Workspace) -> None:
+    start = head(measured)
+    once(measured, "fake_success.py")
+    data = last_iteration(measured)
+    assert data["decision"] == "rollback"
+    assert head(measured) == start and git(measured.code, "status", "--porcelain") == ""
+    once(measured, "good.py")
+    prompt = cli("build-loop", "report", "2", "--prompt", "--workspace", str(measured.root)).stdout
+    assert "Attempts that were rolled back" in prompt and "iteration 1" in prompt
+
+
+def test_deleting_a_passing_test_trips_the_ratchet(measured: Workspace) -> None:
+    from spec_loop.draft import Draft
+    from spec_loop.service import SpecService
+    from plan_loop.passes import PlanService
+
+    spec = SpecService(measured)
+    text = spec.store.read("HEAD", "requirements/textkit.md") or ""
+    wider = text.replace("paths: textkit/slug.py\n", "paths: textkit/slug.py, tests/**\n")
+    with spec.locked():
+        assert spec.decide(Draft("textkit.md", "requirements/textkit.md", wider.encode()), source="test").accepted
+    spec.close()
+    plan = PlanService(measured)
+    plan.measure()
+    plan.close()
+    once(measured, "deletes_test.py")
+    data = last_iteration(measured)
+    assert data["decision"] == "rollback"
+    assert any("test_smoke.py::test_package_imports" in r for r in data["regressions"])
+    assert (measured.code / "tests" / "test_smoke.py").exists()
+
+
+def test_environment_is_allow_listed(measured: Workspace) -> None:
+    once(measured, "reads_env.py", env={"OPERATOR_SECRET_TOKEN": "hunter2"})
+    seen = output(measured, 1)
+    assert "hunter2" not in seen and "OPERATOR_SECRET_TOKEN" not in seen
+    assert "ENV BANACH_PROMPT_FILE=" in seen and "ENV BANACH_ITEM=TK-1." in seen
+    assert "ENV PATH=" in seen
+
+
+def test_usage_limit_is_neither_progress_nor_failure(measured: Workspace) -> None:
+    once(measured, "rate_limited.py")
+    data = last_iteration(measured)
+    assert data["decision"] == "rate_limited"
+    assert data["resets_at"] == 4102444800.0
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        assert not journal.rows("item.blocked") and not journal.rows("ladder.climb")
+
+
+def test_attempts_are_bounded_and_the_item_is_blocked(measured: Workspace) -> None:
+    text = (measured.root / "banach.toml").read_text().replace("max_attempts = 4", "max_attempts = 2")
+    (measured.root / "banach.toml").write_text(text)
+    once(measured, "no_change.py")
+    once(measured, "no_change.py")
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        blocked = journal.rows("item.blocked")
+    assert len(blocked) == 1 and blocked[0].data["item"].startswith("TK-1.")
+    assert blocked[0].data["evidence"]["reason"]
+    once(measured, "good.py")  # the loop goes on with other items
+    assert last_iteration(measured)["item"].startswith("TK-2.")
+
+
+def test_ladder_climbs_after_stall_patience(measured: Workspace) -> None:
+    config = measured.root / "banach.toml"
+    text = config.read_text().replace('agent = "sim"', 'agent = "sim"\nladder = ["cheap", "strong"]')
+    config.write_text(text + f'\n[agents.cheap]\npreset = "command"\ncommand = "{agent("no_change.py")}"\n'
+                             f'\n[agents.strong]\npreset = "command"\ncommand = "{agent("good.py")}"\n')
+    for _ in range(2):
+        cli("build-loop", "once", "--workspace", str(measured.root))
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        climbs = journal.rows("ladder.climb")
+    assert [(c.data["from_agent"], c.data["to_agent"]) for c in climbs] == [("cheap", "strong")]
+    cli("build-loop", "once", "--workspace", str(measured.root))
+    assert last_iteration(measured)["decision"] == "keep"
+
+
+def test_report_replays_the_decision(measured: Workspace) -> None:
+    once(measured, "out_of_scope.py")
+    text = cli("build-loop", "report", "--workspace", str(measured.root)).stdout
+    assert "decision: keep" in text and "reverted: README.md" in text
+
+
+def test_sim_agent_is_labelled(measured: Workspace) -> None:
+    result = cli("build-loop", "once", "--workspace", str(measured.root))
+    assert "SIMULATED" in result.stderr
+    assert "SIMULATED AGENT" in output(measured, 1)
+    started = json.dumps(Journal(measured.journal_path("build"), readonly=True).last("iteration.started").data)  # type: ignore[union-attr]
+    assert "SIMULATED" in started
+
+
+@pytest.mark.landlock
+def test_agent_cannot_write_canon_or_conformance_tests(measured_landlock: Workspace) -> None:
+    ws = measured_landlock
+    canon_before = git(ws.canon, "status", "--porcelain")
+    once(ws, "writes_canon.py")
+    seen = output(ws, 1)
+    assert "DENIED ../canon/requirements/textkit.md: EACCES" in seen
+    assert "DENIED ../canon/tests/test_slug.py: EACCES" in seen
+    assert git(ws.canon, "status", "--porcelain") == canon_before == ""
+    assert last_iteration(ws)["decision"] == "keep"
+
+
+@pytest.mark.landlock
+def test_agent_cannot_write_fix_plan_journal_keys_or_outside(measured_landlock: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    cli("build-loop", "once", "--workspace", str(measured_landlock.root), "--agent-command",
+        agent("writes_stores.py") + f" {outside}")
+    seen = output(measured_landlock, 1)
+    for store in ("../plan/fix_plan.json", "../state/build/journal.db", "../state/keys/build.key", "../banach.toml", str(outside)):
+        assert f"DENIED {store}: EACCES" in seen, seen
+    assert not outside.exists()
+
+
+def test_without_landlock_canon_edits_still_do_not_count(measured: Workspace) -> None:
+    """Second line: sensors read canon from git objects, so a scribbled canon work tree changes nothing."""
+    once(measured, "writes_canon.py")
+    assert "WROTE ../canon/tests/test_slug.py" in output(measured, 1)
+    from canon.store import CanonStore
+
+    assert CanonStore(measured.canon).version() == 1
+    assert "TK-99" not in (CanonStore(measured.canon).read("HEAD", "requirements/textkit.md") or "")
+    os.environ.get("PATH")

@@ -1,0 +1,53 @@
+"""Guards for every test: no writes to the real home, no leaked children, no environment drift."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.helpers.processes import live_descendants  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("BANACH_WORKSPACE", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_environment_drift() -> object:
+    before = dict(os.environ)
+    yield
+    drift = {k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)} - {"HOME", "GIT_CONFIG_GLOBAL",
+                                                                                                 "GIT_CONFIG_NOSYSTEM", "PYTEST_CURRENT_TEST"}
+    assert not drift, f"the test changed the environment: {sorted(drift)}"
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_children() -> object:
+    yield
+    leaked = live_descendants(os.getpid())
+    assert not leaked, f"the test left processes running: {leaked}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    is_root = os.geteuid() == 0
+    from shared.isolation import landlock_abi
+
+    abi = landlock_abi()
+    for item in items:
+        if "root" in item.keywords and not is_root:
+            item.add_marker(pytest.mark.skip(reason="needs root (creates accounts or chowns stores); CI runs as root"))
+        if "landlock" in item.keywords and abi < 1:
+            item.add_marker(pytest.mark.skip(reason="this kernel has no Landlock (needs Linux >= 5.13 with landlock in LSM)"))
+
+from tests.fixtures import measured, measured_landlock, measured_template  # noqa: E402,F401

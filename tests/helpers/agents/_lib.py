@@ -1,0 +1,53 @@
+"""What the scripted agents share: read the prompt like an agent, apply the example's right change."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from build_loop.sim_agent import reference_root  # noqa: E402
+
+
+def prompt() -> str:
+    return Path(os.environ["BANACH_PROMPT_FILE"]).read_text()
+
+
+def requirements() -> list[str]:
+    match = re.search(r"^Requirements:\s*(.+)$", prompt(), re.M)
+    return [r.strip() for r in match.group(1).split(",")] if match else []
+
+
+def apply(variant: str = "right") -> list[str]:
+    written = []
+    for rid in requirements():
+        source = reference_root() / rid / variant
+        for path in sorted(source.rglob("*")):
+            if path.is_file():
+                target = Path(path.relative_to(source))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+                written.append(str(target))
+    return written
+
+
+def git(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "agent", "GIT_AUTHOR_EMAIL": "a@a", "GIT_COMMITTER_NAME": "agent",
+           "GIT_COMMITTER_EMAIL": "a@a"}
+    return subprocess.run(["git", *args], capture_output=True, text=True, env=env)
+
+
+def try_write(path: str, text: str) -> str:
+    """Attempt a write and say how it went, so the test can read it in the turn's output."""
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+        return f"WROTE {path}"
+    except OSError as exc:
+        import errno
+
+        return f"DENIED {path}: {errno.errorcode.get(exc.errno, exc.errno)}"

@@ -1,0 +1,5 @@
+"""A plausible but wrong change, with a confident claim of success."""
+from _lib import apply
+
+apply("wrong")
+print("SUCCESS: the task is complete and all tests pass.")

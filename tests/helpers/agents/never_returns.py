@@ -1,0 +1,9 @@
+"""Writes a wrong change and never returns."""
+import time
+
+from _lib import apply
+
+apply("wrong")
+print("working...", flush=True)
+while True:
+    time.sleep(1)

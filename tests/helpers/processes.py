@@ -1,0 +1,37 @@
+"""Find processes a test left behind: our live descendants (zombies excluded)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()
+    return fields[0], int(fields[1])
+
+
+def live_descendants(root: int) -> list[int]:
+    parents: dict[int, int] = {}
+    states: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _stat(int(entry))
+            if stat:
+                states[int(entry)], parents[int(entry)] = stat
+    found = []
+    for pid, parent in parents.items():
+        cursor, seen = parent, 0
+        while cursor and cursor != root and seen < 64:
+            cursor, seen = parents.get(cursor, 0), seen + 1
+        if cursor == root and states.get(pid) not in ("Z", "X"):
+            found.append(pid)
+    return found
+
+
+def alive(pid: int) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")

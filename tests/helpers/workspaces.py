@@ -1,0 +1,47 @@
+"""Builders: workspaces made the way a person makes them, with real git repositories."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from shared.init import init_workspace
+from shared.workspace import Workspace
+
+HELPERS = Path(__file__).resolve().parent
+AGENTS = HELPERS / "agents"
+
+
+def example(tmp: Path, *, backend: str = "none", extra: str = "") -> Workspace:
+    """The bundled example; isolation off unless asked, since in-process tests must not restrict pytest."""
+    ws = init_workspace(tmp / "ws", example=True)
+    set_config(ws.root, backend=backend, extra=extra)
+    return Workspace.open(ws.root)
+
+
+def set_config(root: Path, *, backend: str | None = None, extra: str = "") -> None:
+    config = root / "banach.toml"
+    text = config.read_text()
+    if backend is not None:
+        text = text.replace('backend = "landlock"', f'backend = "{backend}"')
+    config.write_text(text + ("\n" + extra if extra else ""))
+
+
+def agent(name: str) -> str:
+    """The --agent-command line for a scripted agent in tests/helpers/agents/."""
+    return f"{sys.executable} {AGENTS / name}"
+
+
+def cli(program: str, *args: str, cwd: Path | None = None, input: str | None = None, env: dict[str, str] | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    modules = {"banach": "shared", "spec-loop": "spec_loop", "plan-loop": "plan_loop", "build-loop": "build_loop"}
+    import os
+
+    return subprocess.run([sys.executable, "-m", modules[program], *args], cwd=cwd, input=input, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                               "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(repo)}).stdout.strip()
