@@ -62,11 +62,12 @@ def _header(lines: list[str], file: str) -> tuple[dict[str, str], int]:
     """Front matter between '---' lines; returns the fields and the index of the first body line."""
     if not lines or lines[0].strip() != "---":
         return {}, 0
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    if end is None:
+        raise CanonSyntaxError(file, 1, "the header opened with '---' is never closed; add a line '---' after its fields")
     fields: dict[str, str] = {}
-    for index in range(1, len(lines)):
+    for index in range(1, end):
         text = lines[index]
-        if text.strip() == "---":
-            return fields, index + 1
         if not text.strip():
             continue
         match = FIELD.match(text)
@@ -78,7 +79,7 @@ def _header(lines: list[str], file: str) -> tuple[dict[str, str], int]:
                 file, index + 1, f"unknown header key '{key}'; known keys: {', '.join(sorted(HEADER_FIELDS))}"
             )
         fields[key] = match["value"]
-    raise CanonSyntaxError(file, 1, "the header opened with '---' is never closed; add a line '---' after its fields")
+    return fields, end + 1
 
 
 def parse_document(raw: bytes | str, file: str) -> Document:

@@ -96,11 +96,11 @@ class CanonStore:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(content, encoding="utf-8")
         body = [f"canon v{version}: {summary}", ""]
-        for label in ("added", "changed", "removed"):
+        for label in ("added", "changed", "removed", "tests"):
             if changes.get(label):
                 body.append(f"{label}: {', '.join(changes[label])}")
         trailers = {VERSION_TRAILER: str(version)}
-        for label in ("added", "changed", "removed"):
+        for label in ("added", "changed", "removed", "tests"):
             if changes.get(label):
                 trailers[f"Canon-{label.capitalize()}"] = ", ".join(changes[label])
         self.git.commit_all("\n".join(body), trailers, role="spec", allow_empty=True)
@@ -112,17 +112,16 @@ class CanonStore:
     def history(self) -> list[VersionEntry]:
         if self.head() is None:
             return []
-        sep = "\x1f"
-        fmt = sep.join([
+        fmt = "%x00".join([
             "%H", "%cI", "%s",
             f"%(trailers:key={VERSION_TRAILER},valueonly)",
             "%(trailers:key=Canon-Added,valueonly)",
             "%(trailers:key=Canon-Changed,valueonly)",
             "%(trailers:key=Canon-Removed,valueonly)",
-        ]) + "\x1e"
+        ]) + "%x01"
         entries = []
-        for record in self.git.log(fmt).split("\x1e"):
-            parts = [p.strip() for p in record.strip().split(sep)]
+        for record in self.git.log(fmt).split("\x01"):
+            parts = [p.strip() for p in record.strip("\n").split("\x00")]
             if len(parts) < 7 or not parts[3].isdigit():
                 continue
 

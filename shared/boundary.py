@@ -39,7 +39,8 @@ def _crash_report(program: str) -> Path | None:
 
 def run_cli(group: Callable[..., object], program: str) -> None:
     try:
-        group(standalone_mode=False, prog_name=program)  # type: ignore[call-arg]
+        # with standalone_mode off, click returns the code of ctx.exit(N) instead of exiting
+        code = group(standalone_mode=False, prog_name=program)  # type: ignore[call-arg]
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
@@ -61,4 +62,4 @@ def run_cli(group: Callable[..., object], program: str) -> None:
         where = f"; a crash report is in {report}" if report else ""
         click.echo(f"{program} crashed: this is a bug in Banach{where}", err=True)
         sys.exit(3)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -83,13 +83,17 @@ def edit(workspace: Path, document: str | None) -> None:
 @click.option("--name", help="the draft's file name (default: draft-<time>.md)")
 @click.argument("text_or_file")
 def add(workspace: Path, text_or_file: str, name: str | None) -> None:
-    """Propose a draft from the command line: a FILE's content, or the TEXT itself.
+    """Propose a draft from the command line: a FILE's content, '-' for standard input, or the TEXT itself.
+
+    Text that starts with '-' (a '---' header) goes after '--': spec-loop add --name x.md -- "$(cat x.md)".
 
     Example: spec-loop add drafts/billing.md
     """
     service = _service(workspace)
     path = Path(text_or_file)
-    if path.is_file():
+    if text_or_file == "-":
+        content, draft_name = click.get_binary_stream("stdin").read(), name or f"draft-{time.strftime('%Y%m%d-%H%M%S')}.md"
+    elif path.is_file():
         content, draft_name = path.read_bytes(), name or path.name
     else:
         content, draft_name = text_or_file.encode(), name or f"draft-{time.strftime('%Y%m%d-%H%M%S')}.md"

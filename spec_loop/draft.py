@@ -105,7 +105,10 @@ def review(store: CanonStore, draft: Draft, code_files: list[str] | None = None)
     if problems:
         return Review(draft, tuple(_locate(p, draft) for p in problems))
     new = {req.id: req for doc in proposed for req in doc.requirements}
-    return Review(draft, writes={draft.target: text}, changes=_diff_ids(previous, new))
+    changes = _diff_ids(previous, new)
+    if draft.target.startswith(f"{TESTS_DIR}/"):
+        changes["tests"] = [draft.target]
+    return Review(draft, writes={draft.target: text}, changes=changes)
 
 
 def _locate(problem: Problem, draft: Draft) -> str:

@@ -26,8 +26,9 @@ class Decision:
             return f"refused {self.draft}:\n" + "\n".join(f"  {p}" for p in self.problems)
         if not self.changes or not any(self.changes.values()):
             return f"accepted {self.draft}: canon is already v{self.version}, nothing changed"
-        parts = [f"{label} {', '.join(ids)}" for label, ids in self.changes.items() if ids]
-        return f"accepted {self.draft} as canon v{self.version} ({'; '.join(parts) or 'tests changed'})"
+        names = {"tests": "conformance tests"}
+        parts = [f"{names.get(label, label)} {', '.join(ids)}" for label, ids in self.changes.items() if ids]
+        return f"accepted {self.draft} as canon v{self.version} ({'; '.join(parts)})"
 
 
 class SpecService:
