@@ -40,8 +40,10 @@ class TurnReport:
 _PRESETS: dict[str, tuple[str, tuple[str, ...], str, str]] = {
     # Claude Code, print mode: `claude -p` reads the prompt from stdin; JSON output carries total_cost_usd.
     "claude": ("claude", ("-p", "--output-format", "json", "--dangerously-skip-permissions"), "stdin", "--model"),
-    # Codex CLI: `codex exec` runs non-interactively; '-' reads the prompt from stdin.
-    "codex": ("codex", ("exec", "--full-auto", "--skip-git-repo-check"), "stdin-dash", "--model"),
+    # Codex CLI: `codex exec` runs non-interactively ('-' reads the prompt from stdin); workspace-write lets it
+    # edit the work tree (its own sandbox, inside ours); --ephemeral keeps no session files.
+    "codex": ("codex", ("exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral"), "stdin-dash",
+              "--model"),
     # Aider: one message from a file, no auto-commits (the governor commits), no prompts.
     "aider": ("aider", ("--yes-always", "--no-auto-commits", "--no-stream", "--no-pretty"), "file-flag:--message-file",
               "--model"),

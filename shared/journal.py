@@ -101,7 +101,11 @@ class Journal:
         """A read-only view, or None when the role has not written anything yet."""
         if not path.exists():
             return None
-        return cls(path, readonly=True)
+        journal = cls(path, readonly=True)
+        if not journal.db[TABLE].exists():  # created a moment ago; its first migration has not run yet
+            journal.close()
+            return None
+        return journal
 
     def close(self) -> None:
         self.db.close()

@@ -88,20 +88,24 @@ def fit(series: Sequence[float], window: int = WINDOW) -> Fit | None:
     return Fit(math.exp(slope), math.exp(low), math.exp(high), n, passes_left)
 
 
+def _drop(before: Sequence[float], after: Sequence[float]) -> bool:
+    """A meaningful fall in level: medians differ by more than two noise steps and a fifth of the earlier level."""
+    high, low = _median(list(before)), _median(list(after))
+    return high - low > max(2 * NOISE, 0.2 * high)
+
+
 def _period(values: list[float]) -> int | None:
-    """The shortest period >= 2 at which most points repeat the value p passes before, and lag 1 does not."""
+    """The shortest period >= 2 at which most points repeat the value p passes before, while lag 1 does not."""
     amplitude = max(values) - min(values)
-    if amplitude <= NOISE:
+    if amplitude < 3 * NOISE:
         return None
-    tolerance = max(NOISE * 0.5, 0.15 * amplitude)
+    tolerance = max(2 * NOISE, 0.2 * amplitude)  # two noisy points may differ by two noise steps
 
     def agreement(lag: int) -> float:
         pairs = [(values[t], values[t - lag]) for t in range(lag, len(values))]
         return sum(abs(a - b) <= tolerance for a, b in pairs) / len(pairs) if pairs else 0.0
 
     for lag in range(2, len(values) // 2 + 1):
-        if len(values) - lag < 2:
-            break
         if agreement(lag) >= 0.75 and agreement(1) < 0.5:
             return lag
     return None
@@ -135,23 +139,21 @@ def diagnose(
         return Diagnosis("diverging", f"the residual grew from {recent[0]:g} to {recent[-1]:g} (q > 1)", result)
     period = _period(recent)
     third = max(1, len(recent) // 3)
-    net_decrease = _median(recent[:third]) - _median(recent[-third:]) > max(NOISE, 0.15 * (max(recent) - min(recent)))
-    if period is not None and not net_decrease:
+    if period is not None and not _drop(recent[:third], recent[-third:]):
         window_items = list(items_per_pass[-len(recent):]) if items_per_pass else []
         items = _cycling(window_items)
         reqs = sorted({r for item in items for r in (requirements_of or {}).get(item, [item.split(".")[0]])})
         return Diagnosis("oscillating", f"the residual repeats with period {period} and does not decrease: no fixed point",
                          result, period, items, tuple(reqs))
-    stall = values[-STALL_WINDOW:]
-    earlier = values[:-STALL_WINDOW] if n > STALL_WINDOW else values[:1]
-    decreased_before = max(earlier) - min(stall) > NOISE if n > STALL_WINDOW else False
-    no_progress = max(stall) - min(stall) <= NOISE or stall[-1] >= stall[0]
-    if decreased_before and no_progress:
-        return Diagnosis("stalled", f"it fell from {max(earlier):g} but the last {len(stall)} passes made no progress "
-                         f"(still {last:g}): a wrong basin", result)
-    decreased_ever = values[0] - min(values) > NOISE or (values[0] > last and result.q_high < 1.0)
-    if not decreased_ever:
+    if n > STALL_WINDOW:
+        stall, earlier = values[-STALL_WINDOW:], values[:-STALL_WINDOW]
+        if _drop(earlier, stall) and not _drop(stall[:2], stall[-2:]):
+            return Diagnosis("stalled", f"it fell from {max(earlier):g} but the last {len(stall)} passes made no progress "
+                             f"(still {last:g}): a wrong basin", result)
+    whole = max(1, n // 3)
+    decreased = _drop(values[:whole], values[-whole:])
+    if not decreased:
         return Diagnosis("flat", f"no meaningful decrease from {values[0]:g} in {n} passes (q about 1)", result)
     if result.q_high < 1.0:
         return Diagnosis("converging", f"q = {result.q:.2f} per pass", result)
-    return Diagnosis("stalled", "no clear contraction over the recent window", result)
+    return Diagnosis("stalled", "it decreased, but there is no clear contraction over the recent window", result)

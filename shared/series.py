@@ -91,13 +91,13 @@ def read_series_file(path: Path) -> list[float]:
     stripped = text.strip()
     if not stripped:
         raise BanachError(f"{path}: the series is empty; give a JSON array of numbers or one number a line")
-    if stripped.startswith("["):
+    if stripped.startswith(("[", "{")):
         try:
             values = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise BanachError(f"{path}:{exc.lineno}: not a JSON array of numbers: {exc.msg}") from None
         if not isinstance(values, list):
-            raise BanachError(f"{path}: expected a JSON array of numbers")
+            raise BanachError(f"{path}: not a JSON array of numbers (it is a JSON {type(values).__name__})")
         numbers = []
         for index, value in enumerate(values):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:

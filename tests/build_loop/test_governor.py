@@ -3,7 +3,6 @@ and a journal entry. The item is the example's TK-1 (scope textkit/slug.py) unle
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -242,4 +241,4 @@ def test_without_landlock_canon_edits_still_do_not_count(measured: Workspace) ->
 
     assert CanonStore(measured.canon).version() == 1
     assert "TK-99" not in (CanonStore(measured.canon).read("HEAD", "requirements/textkit.md") or "")
-    os.environ.get("PATH")
+    assert last_iteration(measured)["decision"] == "keep"  # judged against canon v1's real tests

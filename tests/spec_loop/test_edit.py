@@ -1,7 +1,6 @@
 """spec-loop edit through a real $EDITOR program, including the re-open-on-error path."""
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from pathlib import Path
@@ -62,4 +61,3 @@ def test_declining_to_reopen_keeps_the_text_and_canon_unchanged(tmp_path: Path) 
     assert CanonStore(ws.canon).version() == 1
     kept = ws.role_dir("spec") / "edit" / "requirements" / "textkit.md"
     assert "a duplicate" in kept.read_text() and "Your text is kept in state/spec/edit/requirements/textkit.md" in result.stdout
-    assert os.environ.get("EDITOR") is None or True

@@ -1,0 +1,89 @@
+"""Each agent preset as a subprocess contract: a fake executable of that name on PATH records argv,
+stdin, cwd and environment, and answers the way the real CLI does. No preset needs the network."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from shared.journal import Journal
+from shared.workspace import Workspace
+from tests.helpers.workspaces import cli
+
+FAKE = """#!{python}
+import json, os, sys
+record = {{"argv": sys.argv[1:], "stdin": sys.stdin.read(), "cwd": os.getcwd(), "env": dict(os.environ)}}
+for flag in ("--message-file", "-i"):
+    if flag in sys.argv:
+        record["prompt_file_text"] = open(sys.argv[sys.argv.index(flag) + 1]).read()
+with open({record!r}, "w") as handle:
+    json.dump(record, handle)
+if {name!r} == "claude":
+    print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": "done", "total_cost_usd": 0.0123}}))
+else:
+    print("done")
+"""
+
+# preset -> (argv before the prompt, where the prompt goes)
+CONTRACTS = {
+    "claude": (["-p", "--output-format", "json", "--dangerously-skip-permissions", "--model", "M"], "stdin"),
+    "codex": (["exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral", "--model", "M", "-"], "stdin"),
+    "aider": (["--yes-always", "--no-auto-commits", "--no-stream", "--no-pretty", "--model", "M", "--message-file"], "file"),
+    "gemini": (["--yolo", "--output-format", "json", "--model", "M", "-p"], "arg"),
+    "opencode": (["run", "--model", "M"], "arg"),
+    "goose": (["run", "--no-session", "-i"], "file"),
+    "pi": (["-p", "--model", "M"], "stdin"),
+}
+
+
+def install_fake(bin_dir: Path, name: str, record: Path) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / name
+    path.write_text(FAKE.format(python=sys.executable, record=str(record), name=name))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.mark.parametrize("preset", sorted(CONTRACTS))
+def test_preset_contract(measured: Workspace, tmp_path: Path, preset: str) -> None:
+    record = tmp_path / "record.json"
+    install_fake(tmp_path / "bin", preset, record)
+    model = "" if preset == "goose" else 'model = "M"\n'
+    text = measured.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
+    measured.config_file.write_text(text + f'\n[agents.real]\npreset = "{preset}"\n{model}')
+    env = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "OPERATOR_SECRET": "s3cret"}
+    result = cli("build-loop", "once", "--workspace", str(measured.root), env=env)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(record.read_text())
+    flags, mode = CONTRACTS[preset]
+    prompt = (measured.role_dir("build") / "iterations" / "1" / "prompt.md").read_text()
+    assert "Banach-Item: TK-1." in prompt
+    if mode == "arg":
+        assert seen["argv"] == [*flags, prompt]
+    elif mode == "file":
+        assert seen["argv"][:-1] == flags and seen["prompt_file_text"] == prompt
+    else:
+        assert seen["argv"] == flags
+    assert seen["stdin"] == prompt  # every agent also gets the prompt on stdin...
+    assert Path(seen["env"]["BANACH_PROMPT_FILE"]).read_text() == prompt  # ...and in a file
+    assert seen["cwd"] == str(measured.code)
+    assert "OPERATOR_SECRET" not in seen["env"]
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        ended = journal.last("iteration.ended")
+    assert ended is not None and ended.data["decision"] == "stall"  # the fake changed nothing
+    if preset == "claude":
+        assert ended.data["cost_usd"] == pytest.approx(0.0123)
+
+
+def test_secrets_named_in_config_do_reach_the_agent(measured: Workspace, tmp_path: Path) -> None:
+    record = tmp_path / "record.json"
+    install_fake(tmp_path / "bin", "claude", record)
+    text = measured.config_file.read_text().replace('agent = "sim"', 'agent = "real"\nenv_allow = ["PATH", "ANTHROPIC_API_KEY"]')
+    measured.config_file.write_text(text + '\n[agents.real]\npreset = "claude"\n')
+    env = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "ANTHROPIC_API_KEY": "k", "OTHER_SECRET": "x"}
+    assert cli("build-loop", "once", "--workspace", str(measured.root), env=env).returncode == 0
+    seen = json.loads(record.read_text())["env"]
+    assert seen["ANTHROPIC_API_KEY"] == "k" and "OTHER_SECRET" not in seen and "HOME" not in seen

@@ -1,0 +1,101 @@
+"""The three loops under a real supervisord: up, status, supervisorctl, SIGKILL and restart, down."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from plan_loop import fix_plan as fix_plan_file
+from shared import supervisor
+from shared.journal import Journal
+from shared.workspace import Workspace
+from tests.helpers.waiting import wait_until
+from tests.helpers.workspaces import agent, cli, example, git
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def running(tmp_path: Path):  # type: ignore[no-untyped-def]
+    extra = f'\n[agents.slow]\npreset = "command"\ncommand = "{agent("never_returns.py")}"\n'
+    ws = example(tmp_path, backend="landlock", extra=extra)
+    text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "slow"')
+    ws.config_file.write_text(text)
+    ws = Workspace.open(ws.root)
+    supervisor.up(ws)
+    try:
+        yield ws
+    finally:
+        supervisor.down(ws)
+
+
+def pids(ws: Workspace) -> dict[str, int | None]:
+    return {p.role: p.pid for p in supervisor.states(ws) if p.state == "RUNNING"}
+
+
+def rows(ws: Workspace, role: str, kind: str) -> list:  # type: ignore[type-arg]
+    journal = Journal.reader(ws.journal_path(role))  # type: ignore[arg-type]
+    if journal is None:
+        return []
+    with journal:
+        return journal.rows(kind)
+
+
+def test_up_status_supervisorctl_and_down(running: Workspace) -> None:
+    ws = running
+    assert wait_until(lambda: len(pids(ws)) == 3, [ws.supervisor_dir], 30)
+    info = json.loads(cli("banach", "status", "--json", "--workspace", str(ws.root)).stdout)
+    assert set(info["processes"]) == {"spec", "plan", "build"}
+    assert all(p["state"] == "RUNNING" and p["pid"] for p in info["processes"].values())
+    ctl = subprocess.run([sys.executable, "-c", "from supervisor.supervisorctl import main; main()", "-c",
+                          str(ws.supervisor_conf), "status"], capture_output=True, text=True, timeout=30)
+    assert ctl.stdout.count("RUNNING") == 3, ctl.stdout
+    assert "%(here)s" in ws.supervisor_conf.read_text() and str(ws.root) not in ws.supervisor_conf.read_text()
+    assert wait_until(lambda: rows(ws, "plan", "pass"), [ws.role_dir("plan")], 60)
+    assert "plan pass" in cli("banach", "logs", "plan", "--workspace", str(ws.root)).stdout
+
+
+def test_sigkill_of_build_mid_turn_is_recovered(running: Workspace) -> None:
+    ws = running
+    assert wait_until(lambda: rows(ws, "build", "iteration.started"), [ws.role_dir("build")], 90)
+    checkpoint = rows(ws, "build", "iteration.started")[-1].data["checkpoint"]
+    old = pids(ws)["build"]
+    assert old
+    os.kill(old, signal.SIGKILL)
+    assert wait_until(lambda: pids(ws).get("build") not in (None, old), [ws.supervisor_dir], 60)
+    assert wait_until(lambda: any(r.data.get("decision") == "interrupted" for r in rows(ws, "build", "iteration.ended")),
+                      [ws.role_dir("build")], 60)
+    interrupted = [r for r in rows(ws, "build", "iteration.ended") if r.data.get("decision") == "interrupted"][0]
+    assert interrupted.data["n"] == 1
+    assert git(ws.code, "rev-parse", "HEAD") == checkpoint
+    assert cli("banach", "journal", "verify", "--workspace", str(ws.root)).returncode == 0
+    assert fix_plan_file.read(ws.fix_plan_json) is not None
+
+
+@pytest.mark.parametrize("role", ["spec", "plan"])
+def test_sigkill_of_spec_or_plan_brings_it_back(running: Workspace, role: str) -> None:
+    ws = running
+    assert wait_until(lambda: rows(ws, role, "loop.started"), [ws.role_dir(role)], 30)  # type: ignore[arg-type]
+    old = pids(ws)[role]
+    assert old
+    os.kill(old, signal.SIGKILL)
+    assert wait_until(lambda: pids(ws).get(role) not in (None, old), [ws.supervisor_dir], 60)
+    assert wait_until(lambda: len(rows(ws, role, "loop.started")) >= 2, [ws.role_dir(role)], 60)  # type: ignore[arg-type]
+    assert cli("banach", "journal", "verify", "--workspace", str(ws.root)).returncode == 0
+
+
+def test_sigterm_is_a_clean_journaled_stop(running: Workspace) -> None:
+    ws = running
+    assert wait_until(lambda: rows(ws, "build", "iteration.started"), [ws.role_dir("build")], 90)
+    supervisor.down(ws)
+    stopped = rows(ws, "build", "loop.stopped")
+    assert stopped and stopped[-1].data["signal"] == "SIGTERM"
+    ended = rows(ws, "build", "iteration.ended")
+    assert ended and ended[-1].data["decision"] == "abandoned"
+    assert git(ws.code, "status", "--porcelain") == ""
+    assert rows(ws, "plan", "loop.stopped") and rows(ws, "spec", "loop.stopped")

@@ -1,0 +1,94 @@
+"""Every command has help with an example; bad input gives an error that says where and what to do."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import click
+import pytest
+
+from build_loop.cli import cli as build_cli
+from plan_loop.cli import cli as plan_cli
+from shared.cli import cli as banach_cli
+from spec_loop.cli import cli as spec_cli
+from tests.helpers.workspaces import cli, example
+
+
+def commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in group.commands.items():
+        found.append((*prefix, name))
+        if isinstance(command, click.Group):
+            found += commands(command, (*prefix, name))
+    return found
+
+
+@pytest.mark.parametrize(("program", "group"), [("banach", banach_cli), ("spec-loop", spec_cli), ("plan-loop", plan_cli),
+                                                 ("build-loop", build_cli)])
+def test_every_command_has_help_with_an_example(program: str, group: click.Group) -> None:
+    assert group.help and "Example:" in group.help
+    for path in commands(group):
+        command = group
+        for part in path:
+            command = command.commands[part]  # type: ignore[attr-defined]
+        assert command.help and "Example:" in command.help, f"{program} {' '.join(path)} has no example in its help"
+    result = cli(program, "--help")
+    assert result.returncode == 0 and "Usage:" in result.stdout
+
+
+def test_not_a_workspace_says_what_to_do(tmp_path: Path) -> None:
+    result = cli("banach", "status", "--workspace", str(tmp_path))
+    assert result.returncode == 1
+    assert "is not a Banach workspace" in result.stderr and "banach init" in result.stderr
+
+
+def test_bad_config_names_the_file_and_key(tmp_path: Path) -> None:
+    ws = example(tmp_path)
+    ws.config_file.write_text(ws.config_file.read_text() + "\n[build.extra]\nx = 1\n")
+    text = ws.config_file.read_text().replace("max_attempts = 4", "max_attempts = 0")
+    ws.config_file.write_text(text)
+    result = cli("banach", "status", "--workspace", str(ws.root))
+    assert result.returncode == 1
+    assert "banach.toml: invalid configuration" in result.stderr
+    assert "build.max_attempts:" in result.stderr and "build.extra:" in result.stderr
+
+
+def test_unknown_agent_preset_is_named(tmp_path: Path) -> None:
+    ws = example(tmp_path)
+    ws.config_file.write_text(ws.config_file.read_text().replace('agent = "sim"', 'agent = "claud"'))
+    result = cli("build-loop", "once", "--workspace", str(ws.root))
+    assert result.returncode == 1 and "names agent preset 'claud', which is not defined" in result.stderr
+
+
+def test_a_corrupted_fix_plan_says_how_to_recover(measured) -> None:  # type: ignore[no-untyped-def]
+    measured.fix_plan_json.write_text('{"items": [')
+    result = cli("build-loop", "once", "--workspace", str(measured.root))
+    assert result.returncode == 1 and "fix_plan is not valid" in result.stderr and "plan-loop once" in result.stderr
+    assert cli("plan-loop", "once", "--workspace", str(measured.root)).returncode == 0
+    assert json.loads(measured.fix_plan_json.read_text())["residual"] == 5
+
+
+def test_init_refuses_a_non_empty_folder(tmp_path: Path) -> None:
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "file").write_text("mine")
+    result = cli("banach", "init", str(tmp_path / "x"))
+    assert result.returncode == 1 and "is not empty" in result.stderr
+    assert (tmp_path / "x" / "file").read_text() == "mine"
+
+
+def test_an_empty_workspace_says_canon_needs_requirements(tmp_path: Path) -> None:
+    assert cli("banach", "init", str(tmp_path / "e")).returncode == 0
+    result = cli("plan-loop", "once", "--workspace", str(tmp_path / "e"))
+    assert result.returncode == 1 and "canon has no version yet" in result.stderr
+
+
+def test_a_moved_workspace_keeps_working(measured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    moved = tmp_path / "elsewhere" / "moved"
+    shutil.move(str(measured.root), moved)
+    for path in moved.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".md", ".toml", ".conf"):
+            assert str(measured.root) not in path.read_text(errors="replace"), path
+    assert cli("build-loop", "once", "--workspace", str(moved)).returncode == 0
+    info = json.loads(cli("banach", "status", "--json", "--workspace", str(moved)).stdout)
+    assert info["paths"]["canon"] == "canon" and info["paths"]["journals"]["build"] == "state/build/journal.db"

@@ -1,0 +1,27 @@
+"""banach demo, end to end: supervisord, the three loops, a rollback on the way, and a certificate."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.workspaces import cli
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_certifies_with_a_rollback_and_writes_a_plot(tmp_path: Path) -> None:
+    target = tmp_path / "demo"
+    result = cli("banach", "demo", "--dir", str(target), timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SIMULATED" in result.stdout
+    rollbacks = int(next(line for line in result.stdout.splitlines() if line.strip().startswith("rollbacks")).split()[1])
+    stalls = sum(" stall: " in line for line in result.stdout.splitlines())
+    assert rollbacks + stalls >= 1
+    assert rollbacks >= 1
+    info = json.loads(cli("banach", "status", "--json", "--workspace", str(target)).stdout)
+    assert info["certified"] is True and info["residual"] == 0 and info["diagnosis"] == "converged"
+    plot = target / "convergence.png"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 20_000
+    assert cli("banach", "journal", "verify", "--receipts", "--workspace", str(target)).returncode == 0
