@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from build_loop.fence import fence, protected_patterns
 from build_loop.history import ItemHistory, blocked_items, item_history, next_iteration, skipped_green
 from build_loop.picker import pick
 from build_loop.prompt import render
+from build_loop.reactions import Reaction, react
 from build_loop.sensors import Reading, Sensor, read_sensors, regressions
 from canon.model import Canon
 from canon.store import CanonStore
@@ -50,7 +52,7 @@ class Options:
 
 @dataclass(frozen=True)
 class Outcome:
-    decision: str  # keep, rollback, stall, blocked, already_green, rate_limited, abandoned, idle, interrupted
+    decision: str  # keep, rollback, stall, already_green, rate_limited, abandoned, idle, interrupted, paused
     message: str
     n: int | None = None
     item: str | None = None
@@ -61,7 +63,7 @@ class Outcome:
 
     @property
     def worked(self) -> bool:
-        return self.decision not in ("idle",)
+        return self.decision not in ("idle", "paused")
 
 
 class Governor:
@@ -143,6 +145,9 @@ class Governor:
         plan, why = self._plan()
         if plan is None:
             return Outcome("idle", why)
+        reaction = self._react(plan)
+        if reaction is not None and reaction.pause:
+            return Outcome("paused", reaction.message)
         blocked = blocked_items(self.journal, plan.canon_version)
         item = pick(plan, done=self._done(plan), blocked=blocked, first_seen=self._first_seen())
         if item is None:
@@ -154,6 +159,12 @@ class Governor:
         history = item_history(self.journal, item.id, canon.version)
         return self._turn(plan, item, canon, history)
 
+    def _react(self, plan: FixPlan) -> Reaction | None:
+        ladder = self.ws.config.build.ladder or (self.ws.config.build.agent,)
+        version = plan.canon_version
+        rungs = {item.id: item_history(self.journal, item.id, version).rung for item in plan.items}
+        return react(self.ws, self.journal, plan, len(ladder), rungs)
+
     def _canon_snapshot(self, canon: Canon) -> Path:
         target = self.dir / "canon" / canon.commit[:12]
         if not (target / ".done").exists():
@@ -163,8 +174,6 @@ class Governor:
         return target
 
     def _sensors(self, item: Item, canon: Canon, canon_dir: Path) -> list[Sensor]:
-        import sys
-
         # 'sh -c "CMD \"$@\"" sh ARGS' hands the junit flag of a pytest-kind sensor on to the command
         sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command + (' "$@"' if s.kind == "pytest" else ""), "sh"), s.kind, s.timeout)
                    for s in self.ws.config.build.sensors]
@@ -184,7 +193,7 @@ class Governor:
     def _sensor_env(self, canon_dir: Path, scratch: Path) -> dict[str, str]:
         env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
         env.update({"BANACH_CANON": str(canon_dir), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch),
-                    "PYTHONPATH": str(self.ws.code), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+                    "PYTHONPATH": str(self.ws.code), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BANACH_PYTHON": sys.executable})
         return env
 
     def _read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:

@@ -41,7 +41,7 @@ def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Sto
                 break
             outcome: Outcome = governor.iterate()
             echo(outcome.message)
-            if outcome.decision not in ("idle", "already_green", "interrupted"):
+            if outcome.decision not in ("idle", "already_green", "interrupted", "paused"):
                 turns += 1
             cost += outcome.cost_usd or 0.0
             if outcome.decision == "rate_limited":
@@ -53,7 +53,7 @@ def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Sto
                 stopper.event.wait(wait)
                 continue
             limit_waits = 0
-            if outcome.decision == "idle":
+            if outcome.decision in ("idle", "paused"):
                 watcher.wait(ws.config.build.idle_poll_seconds, stopper.event)
     finally:
         watcher.stop()

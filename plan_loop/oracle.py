@@ -105,6 +105,7 @@ def _run_one(check: Check, snapshot: Snapshot, wrap: Callable[[tuple[str, ...]],
         "PYTHONPATH": str(snapshot.code),
         "BANACH_CANON": str(snapshot.canon),
         "BANACH_CODE": str(snapshot.code),
+        "BANACH_PYTHON": sys.executable,
     }
     if check.identity == "tests":
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # conformance tests are plain pytest; plugins cost seconds

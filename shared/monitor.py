@@ -7,8 +7,8 @@ cannot swing it, and Sen's rank interval gives the uncertainty. Labels, checked 
   insufficient  fewer than 3 passes
   converged     the latest pass found nothing
   diverging     q clearly above 1 (the interval's lower end is above 1) and the residual grew
-  oscillating   the residual keeps revisiting earlier values in a repeating pattern (period >= 2)
-                with an amplitude above the noise, and no net decrease: no fixed point
+  oscillating   the residual (or the set of open items) keeps revisiting earlier values in a repeating
+                pattern (period >= 2) with an amplitude above the noise, and no net decrease: no fixed point
   stalled       it decreased earlier, but over the recent window it makes no net progress and is above 0
   flat          no meaningful decrease from the start, without an oscillation pattern
   converging    q clearly below 1 (the interval's upper end is below 1)
@@ -111,6 +111,22 @@ def _period(values: list[float]) -> int | None:
     return None
 
 
+def _item_period(items_per_pass: Sequence[Sequence[str]]) -> int | None:
+    """The shortest period >= 2 at which the set of open items repeats, while neighbouring passes differ."""
+    sets = [frozenset(items) for items in items_per_pass]
+    if len(sets) < 4:
+        return None
+
+    def agreement(lag: int) -> float:
+        pairs = [(sets[t], sets[t - lag]) for t in range(lag, len(sets))]
+        return sum(a == b for a, b in pairs) / len(pairs)
+
+    for lag in range(2, len(sets) // 2 + 1):
+        if agreement(lag) >= 0.75 and agreement(1) < 0.5:
+            return lag
+    return None
+
+
 def _cycling(items_per_pass: Sequence[Sequence[str]]) -> tuple[str, ...]:
     if not items_per_pass:
         return ()
@@ -137,10 +153,10 @@ def diagnose(
     recent = values[-WINDOW:]
     if result.q_low > 1.0 and recent[-1] > recent[0]:
         return Diagnosis("diverging", f"the residual grew from {recent[0]:g} to {recent[-1]:g} (q > 1)", result)
-    period = _period(recent)
+    window_items = list(items_per_pass[-len(recent):]) if items_per_pass else []
+    period = _period(recent) or _item_period(window_items)
     third = max(1, len(recent) // 3)
     if period is not None and not _drop(recent[:third], recent[-third:]):
-        window_items = list(items_per_pass[-len(recent):]) if items_per_pass else []
         items = _cycling(window_items)
         reqs = sorted({r for item in items for r in (requirements_of or {}).get(item, [item.split(".")[0]])})
         return Diagnosis("oscillating", f"the residual repeats with period {period} and does not decrease: no fixed point",

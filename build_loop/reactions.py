@@ -1,0 +1,73 @@
+"""Build's reactions to the monitor's diagnosis, each journaled with its evidence once per canon version:
+
+  stalled      climb the ladder for the items stuck in the stalled area, and ask plan for a demolish item
+  oscillating  pause: canon has no fixed point; name the requirements in the cycle; resume on a new version
+  flat         say that the target or the context is the problem, not the model
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from plan_loop.fix_plan import FixPlan
+from shared.journal import Journal
+from shared.monitor import diagnose
+from shared.series import read_history
+from shared.workspace import Workspace
+
+FLAT_ADVICE = ("flat from the start: the target or the context is the problem, not the model. Check that the "
+               "checks can pass, that the prompt shows what is judged (build-loop report N --prompt), and that "
+               "items are small enough.")
+
+
+@dataclass(frozen=True)
+class Reaction:
+    label: str
+    message: str
+    pause: bool = False
+
+
+def _flagged(journal: Journal, label: str, canon_version: int) -> bool:
+    return any(row.data.get("label") == label and row.data.get("canon_version") == canon_version
+               for row in journal.rows("monitor.flag"))
+
+
+def react(ws: Workspace, journal: Journal, plan: FixPlan, ladder_size: int, rungs: dict[str, int]) -> Reaction | None:
+    segment = read_history(ws).current_segment()
+    if not segment or segment[-1].canon_version != plan.canon_version:
+        return None
+    requirements_of = {k: v for p in segment for k, v in p.requirements_by_item.items()}
+    diagnosis = diagnose([p.residual for p in segment], [p.items for p in segment], requirements_of)
+    label, version = diagnosis.label, plan.canon_version
+    if label not in ("stalled", "oscillating", "flat"):
+        return None
+    evidence = {"label": label, "canon_version": version, "reason": diagnosis.reason,
+                "residuals": [p.residual for p in segment][-12:], "q": diagnosis.as_json()["q"],
+                "requirements": list(diagnosis.cycling_requirements), "plan_pass": plan.pass_seq}
+    first_time = not _flagged(journal, label, version)
+    if first_time:
+        journal.append("monitor.flag", evidence)
+    if label == "oscillating":
+        names = ", ".join(diagnosis.cycling_requirements) or "the requirements in the cycle"
+        message = (f"build paused: the loop oscillates ({diagnosis.reason}); {names} conflict, so canon has no "
+                   "fixed point. Fix canon (make them compatible or drop one) and build resumes on the new version.")
+        if first_time:
+            journal.append("paused", {"canon_version": version, "requirements": list(diagnosis.cycling_requirements),
+                                      "message": message})
+        return Reaction(label, message, pause=True)
+    if not first_time:
+        return None
+    if label == "flat":
+        return Reaction(label, "monitor: " + FLAT_ADVICE)
+    window = segment[-5:]
+    stuck = set.intersection(*(set(p.items) for p in window)) if window else set()
+    areas = sorted({item.area for item in plan.items if item.id in stuck and item.area})
+    for area in areas:
+        journal.append("demolish.requested", {"area": area, "canon_version": version, "reason": diagnosis.reason,
+                                              "items": sorted(i.id for i in plan.items if i.area == area and i.id in stuck)})
+    for item in plan.items:
+        if item.id in stuck and rungs.get(item.id, 0) + 1 < ladder_size:
+            rung = rungs.get(item.id, 0)
+            journal.append("ladder.climb", {"item": item.id, "from": rung, "to": rung + 1, "reason": "monitor: stalled",
+                                            "from_agent": "", "to_agent": ""})
+    return Reaction(label, f"monitor: stalled ({diagnosis.reason}); asked plan to demolish and rebuild "
+                           f"{', '.join(areas) or 'the stuck area'}, and climbed the ladder for its items")
