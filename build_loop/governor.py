@@ -11,6 +11,7 @@ keep (when its commit landed: a commit is atomic) or rolls the work tree back to
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -148,6 +149,12 @@ class Governor:
         reaction = self._react(plan)
         if reaction is not None and reaction.pause:
             return Outcome("paused", reaction.message)
+        outcome = self._next(plan)
+        if reaction is not None:
+            return dataclasses.replace(outcome, message=f"{reaction.message}\n{outcome.message}")
+        return outcome
+
+    def _next(self, plan: FixPlan) -> Outcome:
         blocked = blocked_items(self.journal, plan.canon_version)
         item = pick(plan, done=self._done(plan), blocked=blocked, first_seen=self._first_seen())
         if item is None:

@@ -182,21 +182,20 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
 @workspace_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="where to write the PNG (default: convergence.png in the workspace)")
-def plot(workspace: Path, output: Path | None) -> None:
+@click.option("--watch", is_flag=True, help="redraw whenever a journal changes, until Ctrl-C")
+def plot(workspace: Path, output: Path | None, watch: bool) -> None:
     """Draw the residual per plan pass on a log axis, with the fitted line, q and the events.
 
-    Example: banach plot -o convergence.png
+    Example: banach plot -o convergence.png --watch
     """
-    from shared.plot import draw
-    from shared.series import read_history
-    from shared.status import status as read_status
+    from shared.plot import draw_workspace, watch_and_draw
 
     ws = Workspace.open(workspace)
-    info = read_status(ws)
     target = output or ws.root / "convergence.png"
-    diagnosis = draw(read_history(ws), target, simulated=info["agent"].startswith("SIMULATED"),
-                     unmeasured=len(info["unmeasured"]))
-    click.echo(f"wrote {target} ({diagnosis.label})")
+    if watch:
+        watch_and_draw(ws, target, click.echo)
+        return
+    click.echo(f"wrote {target} ({draw_workspace(ws, target).label})")
 
 
 def main() -> None:

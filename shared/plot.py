@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -12,11 +13,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from shared.monitor import Diagnosis, diagnose
-from shared.series import History
+from shared.series import History, read_history
+from shared.workspace import Workspace
 
 ZERO = 0.5  # where a residual of 0 sits on the log axis
 EVENT_STYLE = {
     "rollback": ("v", "#d62728", "rollback"),
+    "stall": ("o", "#bbbbbb", "stall (turn changed nothing)"),
     "climb": ("^", "#9467bd", "ladder climb"),
     "blocked": ("x", "#8c564b", "item blocked"),
     "interrupted": ("d", "#7f7f7f", "interrupted"),
@@ -78,10 +81,13 @@ def draw(history: History, output: Path, *, simulated: bool = False, unmeasured:
     for ts, kind in history.events:
         if kind not in EVENT_STYLE or not passes:
             continue
-        position = bisect.bisect_left(pass_times, ts) + 0.5  # between the passes around it
+        before = bisect.bisect_left(pass_times, ts)  # passes measured before the event
+        if before == 0:
+            continue
         marker, color, label = EVENT_STYLE[kind]
-        top = max([p.residual for p in passes] + [1]) * 1.6
-        ax.plot([position], [top], marker, color=color, ms=8, ls="none", label=None if kind in seen else label)
+        level = max(passes[before - 1].residual, 0) or ZERO
+        ax.plot([before + 0.5], [level], marker, color=color, ms=8, ls="none", alpha=0.85,
+                label=None if kind in seen else label)
         seen.add(kind)
     bias = [p.bias for p in passes]
     if any(bias):
@@ -114,3 +120,25 @@ def draw(history: History, output: Path, *, simulated: bool = False, unmeasured:
     fig.savefig(output)
     plt.close(fig)
     return diagnosis
+
+
+def draw_workspace(ws: Workspace, output: Path) -> Diagnosis:
+    from shared.status import status
+
+    info = status(ws)
+    return draw(read_history(ws), output, simulated=info["agent"].startswith("SIMULATED"), unmeasured=len(info["unmeasured"]))
+
+
+def watch_and_draw(ws: Workspace, output: Path, echo: Callable[[str], None]) -> None:
+    """Redraw on every journal change (watchdog, debounced) until interrupted."""
+    from shared.daemon import Stopper
+    from shared.watch import Watcher
+    from shared.workspace import ROLES
+
+    stopper = Stopper().install()
+    folders = [(ws.role_dir(role), False) for role in ROLES]
+    echo(f"wrote {output} ({draw_workspace(ws, output).label}); watching the journals, Ctrl-C to stop")
+    with Watcher(folders, debounce=0.5, wanted=lambda p: p.name.startswith("journal.db")) as watcher:
+        while not stopper.stopping:
+            if watcher.wait(3600, stopper.event):
+                echo(f"redrew {output} ({draw_workspace(ws, output).label})")

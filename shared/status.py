@@ -15,8 +15,8 @@ from shared.series import read_history
 from shared.workspace import LOOP_ROLES, ROLES, Workspace
 
 
-def build_counts(ws: Workspace) -> dict[str, int]:
-    counts = {"iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0, "ladder_climbs": 0,
+def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
+    counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0, "ladder_climbs": 0,
               "blocked": 0, "scope_fighting": 0}
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
@@ -36,6 +36,8 @@ def build_counts(ws: Workspace) -> dict[str, int]:
                 counts["blocked"] += 1
             elif row.kind == "scope.fighting":
                 counts["scope_fighting"] += 1
+            elif row.kind == "paused" and row.data.get("canon_version") == canon_version:
+                counts["paused"] = row.data["message"]
     return counts
 
 
@@ -76,7 +78,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         },
         "fix_plan_error": plan_error,
         "plan_passes": len(history.passes),
-        "build": build_counts(ws),
+        "build": build_counts(ws, canon_version),
         "agent": _agent_label(ws),
         "isolation": {
             "backend": backend,
@@ -120,6 +122,8 @@ def render(info: dict[str, Any]) -> str:
     b = info["build"]
     lines.append(f"build       {b['iterations']} iterations: {b['keeps']} kept, {b['rollbacks']} rolled back, "
                  f"{b['stalls']} stalled, {b['ladder_climbs']} ladder climbs, {b['blocked']} blocked")
+    if b["paused"]:
+        lines.append(f"PAUSED      {b['paused']}")
     iso = info["isolation"]
     lines.append(f"isolation   {iso['backend']}" + (f" (Landlock ABI {iso['landlock_abi']})" if iso["backend"] == "landlock" else "")
                  + (f"  WARNING: {iso['warning']}" if iso["warning"] else ""))

@@ -45,3 +45,21 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
                           env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
                                "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(repo)}).stdout.strip()
+
+
+def custom(tmp: Path, canon_text: str, agent_script: str, *, config: str = "") -> Workspace:
+    """An empty workspace with one canon document and a scripted agent as its only ladder rung."""
+    from spec_loop.draft import Draft
+    from spec_loop.service import SpecService
+
+    ws = init_workspace(tmp / "ws", example=False)
+    text = ws.config_file.read_text().replace('backend = "landlock"', 'backend = "none"')
+    text = text.replace('agent = "sim"', 'agent = "scripted"')
+    ws.config_file.write_text(text + f'\n[agents.scripted]\npreset = "command"\ncommand = "{agent(agent_script)}"\n' + config)
+    ws = Workspace.open(ws.root)
+    spec = SpecService(ws)
+    with spec.locked():
+        decision = spec.decide(Draft("doc.md", "requirements/doc.md", canon_text.encode()), source="test")
+    spec.close()
+    assert decision.accepted, decision.problems
+    return Workspace.open(ws.root)

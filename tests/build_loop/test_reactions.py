@@ -1,0 +1,88 @@
+"""Build reacts to the monitor, on workspaces made to oscillate (contradictory canon), stall, and stay flat."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from plan_loop import fix_plan as fix_plan_file
+from shared.journal import Journal
+from shared.workspace import Workspace
+from tests.helpers.workspaces import cli, custom
+
+CONTRADICTORY = """---
+area: style
+---
+
+## OS-1: indent with tabs
+paths: style.txt
+checks:
+  - grep -qx indent=tabs style.txt
+
+The project is indented with tabs.
+
+## OS-2: indent with spaces
+paths: style.txt
+checks:
+  - grep -qx indent=spaces style.txt
+
+The project is indented with spaces.
+"""
+
+
+def stall_canon(count: int) -> str:
+    blocks = [f"## ST-{n}: file {n} exists\npriority: {1 if n <= 6 else 5}\npaths: file{n}.txt\nchecks:\n  - test -f file{n}.txt\n\n"
+              f"file{n}.txt exists.\n" for n in range(1, count + 1)]
+    return "---\narea: stall\n---\n\n" + "\n".join(blocks)
+
+
+def cycle(ws: Workspace) -> str:
+    assert cli("plan-loop", "once", "--workspace", str(ws.root)).returncode == 0
+    result = cli("build-loop", "once", "--workspace", str(ws.root))
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def rows(ws: Workspace, kind: str) -> list:  # type: ignore[type-arg]
+    with Journal(ws.journal_path("build"), readonly=True) as journal:
+        return journal.rows(kind)
+
+
+def test_oscillation_pauses_build_and_names_the_conflict(tmp_path: Path) -> None:
+    ws = custom(tmp_path, CONTRADICTORY, "flipper.py")
+    outputs = [cycle(ws) for _ in range(9)]
+    assert any("keep" in out for out in outputs[:3])
+    paused = [out for out in outputs if out.startswith("build paused")]
+    assert paused, outputs
+    assert "OS-1, OS-2 conflict" in paused[0] and "Fix canon" in paused[0]
+    flag = next(r.data for r in rows(ws, "monitor.flag") if r.data["label"] == "oscillating")
+    assert flag["requirements"] == ["OS-1", "OS-2"] and flag["reason"]
+    assert rows(ws, "paused")
+    status = cli("banach", "status", "--workspace", str(ws.root)).stdout
+    assert "PAUSED      build paused: the loop oscillates" in status and "OS-1, OS-2" in status
+
+
+def test_a_stall_climbs_the_ladder_and_asks_plan_to_demolish(tmp_path: Path) -> None:
+    ws = custom(tmp_path, stall_canon(8), "partial.py")
+    text = ws.config_file.read_text().replace('agent = "scripted"', 'agent = "scripted"\nladder = ["scripted", "scripted"]\nmax_attempts = 50')
+    ws.config_file.write_text(text)
+    outputs = [cycle(ws) for _ in range(15)]
+    flags = [r.data for r in rows(ws, "monitor.flag")]
+    assert "stalled" in [f["label"] for f in flags], outputs
+    requested = rows(ws, "demolish.requested")
+    assert requested and requested[0].data["area"] == "stall"
+    assert any(r.data.get("reason") == "monitor: stalled" for r in rows(ws, "ladder.climb"))
+    assert cli("plan-loop", "once", "--workspace", str(ws.root)).returncode == 0
+    plan = fix_plan_file.read(ws.fix_plan_json)
+    assert plan is not None and {i.kind for i in plan.items} == {"demolish"}
+    assert "demolish and rebuild area 'stall'" in plan.items[0].title
+    prompt_check = cli("build-loop", "once", "--workspace", str(ws.root))
+    assert prompt_check.returncode == 0
+    latest = cli("build-loop", "report", "--prompt", "--workspace", str(ws.root)).stdout
+    assert "DEMOLISH item" in latest
+
+
+def test_flat_from_the_start_blames_the_target_not_the_model(tmp_path: Path) -> None:
+    ws = custom(tmp_path, stall_canon(8).replace("priority: 1", "priority: 5"), "no_change.py")
+    outputs = [cycle(ws) for _ in range(4)]
+    flags = [r.data for r in rows(ws, "monitor.flag")]
+    assert flags and flags[0]["label"] == "flat", outputs
+    assert any("the target or the context is the problem, not the model" in out for out in outputs)
