@@ -156,9 +156,10 @@ class Governor:
 
     def _next(self, plan: FixPlan) -> Outcome:
         blocked = blocked_items(self.journal, plan.canon_version)
-        item = pick(plan, done=self._done(plan), blocked=blocked, first_seen=self._first_seen())
+        done = self._done(plan)
+        item = pick(plan, done=done, blocked=blocked, first_seen=self._first_seen())
         if item is None:
-            open_left = len(plan.items) - len(self._done(plan))
+            open_left = len(plan.items) - len(done)
             if blocked and open_left > 0:
                 return Outcome("idle", f"nothing to do: {len(blocked)} item(s) blocked, the rest done or waiting on them")
             return Outcome("idle", "nothing open that build has not already done: waiting for plan-loop to re-measure")

@@ -1,6 +1,7 @@
 """The prompt an agent sees: a jinja2 template, overridable per workspace at templates/prompt.md.j2."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,19 @@ from shared.workspace import Workspace
 TEMPLATE_NAME = "prompt.md.j2"
 
 
+@functools.lru_cache(maxsize=8)
+def _environment(root: Path) -> jinja2.Environment:
+    """One environment per workspace, so each template is compiled once per process, not per iteration."""
+    return _build(root)
+
+
 def environment(ws: Workspace) -> jinja2.Environment:
+    return _environment(ws.root)
+
+
+def _build(root: Path) -> jinja2.Environment:
     loaders: list[jinja2.BaseLoader] = []
-    override = ws.root / "templates"
+    override = root / "templates"
     if override.is_dir():
         loaders.append(jinja2.FileSystemLoader(str(override)))
     loaders.append(jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")))

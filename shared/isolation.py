@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import IsolationError
+from shared.sandbox import ALWAYS_WRITABLE, LandlockMissing, landlock_abi, restrict_writes
 from shared.workspace import Role, Workspace
 
-ALWAYS_WRITABLE = ("/dev/null", "/dev/tty")
 ENV_ACTIVE = "BANACH_ISOLATION_ACTIVE"
 
 
@@ -32,60 +32,15 @@ def writable_paths(ws: Workspace, role: Role) -> list[Path]:
     return table[role]
 
 
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
-    if not sys.platform.startswith("linux"):
-        return 0
-    try:
-        import landlock
-
-        return int(landlock.landlock_abi_version())
-    except Exception:
-        return 0
-
-
-def _write_rights(abi: int) -> int:
-    from landlock import FSAccess
-
-    rights = (
-        FSAccess.WRITE_FILE | FSAccess.REMOVE_DIR | FSAccess.REMOVE_FILE | FSAccess.MAKE_CHAR | FSAccess.MAKE_DIR
-        | FSAccess.MAKE_REG | FSAccess.MAKE_SOCK | FSAccess.MAKE_FIFO | FSAccess.MAKE_BLOCK | FSAccess.MAKE_SYM
-    )
-    if abi >= 2:
-        rights |= FSAccess.REFER
-    if abi >= 3:
-        rights |= FSAccess.TRUNCATE
-    return int(rights)
-
-
-def _file_rights(abi: int) -> int:
-    from landlock import FSAccess
-
-    rights = FSAccess.WRITE_FILE
-    if abi >= 3:
-        rights |= FSAccess.TRUNCATE
-    return int(rights)
-
-
 def landlock_restrict(paths: list[Path]) -> int:
-    """Restrict this thread (and every thread and child started after) to writing only beneath paths."""
-    abi = landlock_abi()
-    if abi < 1:
+    try:
+        return restrict_writes(paths)
+    except LandlockMissing:
         raise IsolationError(
             "isolation.backend is 'landlock' but this kernel has no Landlock (needs Linux >= 5.13 with "
             "landlock in CONFIG_LSM). Use isolation.backend = 'users' (run 'banach setup-users' as root), or "
             "'none' to run without enforcement."
-        )
-    from landlock import FSAccess, Ruleset
-
-    ruleset = Ruleset(restrict_rules=FSAccess(_write_rights(abi)))
-    for path in paths:
-        if path.is_dir():
-            ruleset.allow(str(path), rules=FSAccess(_write_rights(abi)))
-        elif path.exists():
-            ruleset.allow(str(path), rules=FSAccess(_file_rights(abi)))
-    ruleset.apply()
-    return abi
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -120,7 +75,7 @@ def restrict_self(ws: Workspace, role: Role) -> Enforcement:
 
         check_running_as(role)
         return Enforcement("users", True, f"running as account banach-{role}; writes limited by ownership to {shown}")
-    abi = landlock_restrict([*paths, *map(Path, ALWAYS_WRITABLE)])
+    abi = landlock_restrict(paths)
     os.environ[ENV_ACTIVE] = f"landlock:{role}"
     return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}")
 

@@ -1,0 +1,57 @@
+"""The governor's own cost per iteration, beside a bare loop running the same agent, side by side.
+
+    python scripts/bench_governor.py [--files 1000,10000,50000] [--iterations 15]
+
+The agent is a no-op (`true`), there are no sensors, and the item's one check fails at the
+checkpoint, so every iteration is a stall: checkpoint (refs, index flags; the sensor reading is cached
+by commit), prompt, agent turn in its own session, ref guards, fence (git status), rollback. The bare
+loop only runs `true` in the same repository, as `while :; do agent; done` would.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from build_loop.governor import Governor, Options  # noqa: E402
+from plan_loop.passes import PlanService  # noqa: E402
+from scripts._bench import fill_code, median_ms, timed, workspace  # noqa: E402
+from shared.workspace import Workspace  # noqa: E402
+
+CANON = "## G-1: never holds\npaths: src/**\nchecks:\n  - false\n\nA check that always fails, so the item stays open.\n"
+BUDGETS = "\nmax_attempts = 100000\nstall_patience = 100000"  # every iteration stalls; never block or climb
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", default="1000,10000,50000")
+    parser.add_argument("--iterations", type=int, default=15)
+    args = parser.parse_args()
+    print("| files in repo | isolation | bare loop, per turn | governed, per iteration | overhead | governed / bare |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for files in (int(f) for f in args.files.split(",")):
+        for backend in ("none", "landlock"):
+            with tempfile.TemporaryDirectory() as tmp:
+                ws = workspace(Path(tmp) / "ws", CANON, backend=backend)
+                text = ws.config_file.read_text().replace('agent = "sim"', f'agent = "sim"{BUDGETS}')
+                ws.config_file.write_text(text)
+                ws = Workspace.open(ws.root)
+                fill_code(ws, files)
+                plan = PlanService(ws)
+                plan.run_pass()
+                plan.close()
+                governor = Governor(ws, Options(agent_command="true"))
+                governor.iterate()  # warm: the checkpoint reading is cached by commit
+                governed = timed(governor.iterate, args.iterations)
+                governor.close()
+                bare = timed(lambda: subprocess.run(["true"], cwd=ws.code, check=False), args.iterations)
+            g, b = median_ms(governed), median_ms(bare)
+            print(f"| {files} | {backend} | {b:.1f} ms | {g:.1f} ms | {g - b:.1f} ms | {g / b:.0f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
