@@ -24,7 +24,8 @@ def cli() -> None:
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--example", is_flag=True, help="copy the bundled example (textkit), as 'banach demo' starts it")
-def init(directory: Path, example: bool) -> None:
+@click.option("--users", "with_users", is_flag=True, help="use the users backend: create the role accounts (needs root)")
+def init(directory: Path, example: bool, with_users: bool) -> None:
     """Make a new workspace in DIRECTORY: banach.toml, canon, inbox, code, fix_plan and journals.
 
     Example: banach init ./ws --example
@@ -32,7 +33,72 @@ def init(directory: Path, example: bool) -> None:
     from shared.init import init_workspace
 
     ws = init_workspace(directory, example=example)
+    if with_users:
+        from shared.users import setup_users
+
+        ws.config_file.write_text(ws.config_file.read_text().replace('backend = "landlock"', 'backend = "users"'))
+        for account in setup_users(Workspace.open(ws.root)):
+            click.echo(f"account {account.name} (uid {account.uid}) owns its stores")
     click.echo(f"workspace ready in {ws.root}" + (" (the bundled example; its agent is SIMULATED)" if example else ""))
+
+
+@cli.command("setup-users")
+@workspace_option
+def setup_users_command(workspace: Path) -> None:
+    """Create one system account per role and give each its stores (the users backend; needs root).
+
+    Example: sudo banach setup-users -w ws
+    """
+    from shared.users import setup_users
+
+    for account in setup_users(Workspace.open(workspace)):
+        click.echo(f"account {account.name} (uid {account.uid}) owns its stores")
+    click.echo("set isolation.backend = \"users\" in banach.toml to use it")
+
+
+@cli.command()
+@workspace_option
+@click.pass_context
+def doctor(ctx: click.Context, workspace: Path) -> None:
+    """Check the machine (Landlock ABI, accounts, ownership, supervisord, git) and say what to fix.
+
+    Example: banach doctor -w ws
+    """
+    from shared.doctor import examine
+    from shared.errors import ConfigError
+
+    try:
+        ws: Workspace | None = Workspace.open(workspace)
+    except ConfigError:
+        ws = None
+        click.echo(f"(no workspace at {workspace}: checking the machine only)")
+    findings = examine(ws)
+    for finding in findings:
+        click.echo(("ok    " if finding.ok else "FIX   ") + finding.what + (f"\n      -> {finding.fix}" if finding.fix else ""))
+    ctx.exit(0 if all(f.ok for f in findings) else 1)
+
+
+@cli.group()
+def export() -> None:
+    """Write deployment files for the workspace.
+
+    Example: banach export systemd -o /etc/systemd/system
+    """
+
+
+@export.command("systemd")
+@workspace_option
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=Path("systemd"),
+              show_default=True, help="folder for the unit files")
+def export_systemd(workspace: Path, output: Path) -> None:
+    """Unit files for a production host: one per role, with User= and ReadWritePaths= from the write table.
+
+    Example: banach export systemd -o ./units
+    """
+    from shared.systemd import export as export_units
+
+    for path in export_units(Workspace.open(workspace), output):
+        click.echo(f"wrote {path}")
 
 
 @cli.command()

@@ -28,6 +28,8 @@ class IsolationConfig(Model):
     backend: Literal["landlock", "users", "none"] = Field(
         "landlock", description="how writes are enforced: landlock, users, or none (only when asked by name)"
     )
+    account_prefix: str = Field("banach-", pattern=r"^[a-z][a-z0-9_-]{0,20}$",
+                                description="users backend: the role accounts are PREFIX + spec, plan, build")
 
 
 class SpecConfig(Model):

@@ -73,8 +73,8 @@ def restrict_self(ws: Workspace, role: Role) -> Enforcement:
     if backend == "users":
         from shared.users import check_running_as
 
-        check_running_as(role)
-        return Enforcement("users", True, f"running as account banach-{role}; writes limited by ownership to {shown}")
+        name = check_running_as(ws, role)
+        return Enforcement("users", True, f"running as account {name}; writes limited by ownership to {shown}")
     abi = landlock_restrict(paths)
     os.environ[ENV_ACTIVE] = f"landlock:{role}"
     return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}")

@@ -85,7 +85,7 @@ def status(ws: Workspace) -> dict[str, Any]:
             "enforced": backend != "none",
             "landlock_abi": landlock_abi(),
             "warning": "NOTHING IS ENFORCED: isolation backend is 'none'" if backend == "none" else "",
-            "roles": {role: {"enforced": backend != "none"} for role in LOOP_ROLES},
+            "roles": _roles(ws, backend),
         },
         "processes": processes,
         "supervisor_running": bool(processes),
@@ -96,6 +96,16 @@ def status(ws: Workspace) -> dict[str, Any]:
             "supervisor_conf": ws.relative(ws.supervisor_conf),
         },
     }
+
+
+def _roles(ws: Workspace, backend: str) -> dict[str, dict[str, object]]:
+    if backend == "users":
+        from shared.users import status as users_status
+
+        return {role: {"enforced": bool(info["exists"] and info["owns_its_stores"]), **info}
+                for role, info in users_status(ws).items()}
+    abi = landlock_abi()
+    return {role: {"enforced": backend == "landlock" and abi >= 1} for role in LOOP_ROLES}
 
 
 def _agent_label(ws: Workspace) -> str:

@@ -72,6 +72,13 @@ def states(ws: Workspace) -> list[ProgramState]:
 def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0) -> list[ProgramState]:
     if running(ws):
         return states(ws)
+    if users is None and ws.config.isolation.backend == "users":
+        from shared.users import supervisor_users
+
+        if os.geteuid() != 0:
+            raise SupervisorError("isolation backend 'users': 'banach up' must run as root, so supervisord can start "
+                                  "each loop as its account")
+        users = supervisor_users(ws)
     conf = render_config(ws, users=users)
     stale = ws.supervisor_dir / "supervisor.sock"
     stale.unlink(missing_ok=True)

@@ -1,0 +1,65 @@
+"""`banach doctor`: check the machine and the workspace for what each isolation backend needs, and say what to fix."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+
+from shared.sandbox import landlock_abi
+from shared.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Finding:
+    ok: bool
+    what: str
+    fix: str = ""
+
+
+def examine(ws: Workspace | None) -> list[Finding]:
+    findings = []
+    abi = landlock_abi()
+    findings.append(Finding(abi >= 1, f"Landlock: ABI {abi}" if abi else "Landlock: not available",
+                            "" if abi else "use Linux >= 5.13 with landlock in CONFIG_LSM, or isolation.backend = 'users'"))
+    try:
+        import supervisor  # noqa: F401
+
+        findings.append(Finding(True, "supervisord: installed with Banach"))
+    except ImportError:
+        findings.append(Finding(False, "supervisord: missing", "pip install supervisor (it is a dependency of banach)"))
+    findings.append(Finding(shutil.which("git") is not None, "git: " + (shutil.which("git") or "not on PATH"),
+                            "" if shutil.which("git") else "install git"))
+    findings.append(Finding(True, f"python: {sys.executable} ({sys.version.split()[0]})"))
+    if ws is None:
+        return findings
+    backend = ws.config.isolation.backend
+    if backend == "none":
+        findings.append(Finding(False, "isolation backend 'none': nothing is enforced",
+                                "set isolation.backend = 'landlock' (or 'users') in banach.toml"))
+    elif backend == "landlock":
+        findings.append(Finding(abi >= 1, "isolation backend 'landlock'" + ("" if abi else ": the kernel cannot enforce it"),
+                                "" if abi else "switch to isolation.backend = 'users' and run 'sudo banach setup-users'"))
+    else:
+        from shared.users import status as users_status
+
+        for role, info in users_status(ws).items():
+            good = bool(info["exists"] and info["owns_its_stores"])
+            findings.append(Finding(good, f"users backend: {info['account']} " + ("owns its stores" if good else
+                                    "is missing or does not own its stores"),
+                                    "" if good else "run 'sudo banach setup-users -w WS'"))
+        from pathlib import Path
+
+        from shared.users import unreachable_ancestors
+
+        blocked = unreachable_ancestors(Path(sys.executable)) + unreachable_ancestors(ws.root / "x")
+        findings.append(Finding(not blocked, "users backend: the interpreter and the workspace are reachable by the role accounts"
+                                if not blocked else f"users backend: the role accounts cannot enter {', '.join(map(str, blocked))}",
+                                "" if not blocked else "install Banach where all accounts can read it (a venv under /opt) "
+                                "and keep the workspace outside private folders"))
+        findings.append(Finding(os.geteuid() == 0, "users backend: 'banach up' must run as root",
+                                "" if os.geteuid() == 0 else "run 'sudo banach up'"))
+    for store, path in (("canon", ws.canon / ".git"), ("code", ws.code / ".git")):
+        findings.append(Finding(path.exists(), f"{store}: " + ("a git repository" if path.exists() else "not a git repository"),
+                                "" if path.exists() else "create the workspace with 'banach init'"))
+    return findings

@@ -1,0 +1,118 @@
+"""The users backend, as root: throwaway role accounts, ownership, and supervisord's user= per program."""
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from shared import supervisor
+from shared.users import account_name, lookup, remove_users, setup_users
+from shared.workspace import Workspace
+from tests.helpers.waiting import wait_until
+from tests.helpers.workspaces import cli, example
+
+pytestmark = [pytest.mark.root]
+needs_useradd = pytest.mark.skipif(shutil.which("useradd") is None, reason="useradd is not installed")
+
+PROBE = """
+import errno, json, sys
+out = {}
+for name, path in json.loads(sys.argv[1]).items():
+    try:
+        with open(path, "a") as handle:
+            handle.write("x")
+        out[name] = "ok"
+    except OSError as exc:
+        out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture
+def reachable_interpreter():  # type: ignore[no-untyped-def]
+    """The role accounts must be able to run this interpreter. Where a folder on its path is closed to other
+    accounts (pyenv under /root here), open it for traversal only (o+x, not listing) for the test, then restore it."""
+    from shared.users import unreachable_ancestors
+
+    blocked = [(folder, folder.stat().st_mode) for folder in unreachable_ancestors(Path(sys.executable))]
+    for folder, mode in blocked:
+        folder.chmod(mode | 0o001)
+    try:
+        yield
+    finally:
+        for folder, mode in blocked:
+            folder.chmod(mode)
+
+
+@pytest.fixture
+def users_ws(reachable_interpreter):  # type: ignore[no-untyped-def]
+    root = Path(tempfile.mkdtemp(prefix="banach-users-", dir="/tmp"))
+    root.chmod(0o755)
+    prefix = f"bt{secrets.token_hex(3)}-"
+    ws = example(root, backend="users", extra="")
+    ws.config_file.write_text(ws.config_file.read_text().replace('[isolation]\n', f'[isolation]\naccount_prefix = "{prefix}"\n'))
+    ws = Workspace.open(ws.root)
+    (root).chmod(0o755)
+    try:
+        setup_users(ws)
+        yield ws
+    finally:
+        supervisor.down(ws)
+        remove_users(ws)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def probe_as(ws: Workspace, role: str, outside: Path) -> dict[str, str]:
+    account = lookup(account_name(ws, role))
+    assert account is not None
+    targets = {"canon": ws.canon / "requirements" / "textkit.md", "inbox": ws.inbox / "probe.md", "code": ws.code / "README.md",
+               "fix_plan": ws.plan_dir / "probe.json", "spec_state": ws.role_dir("spec") / "probe",
+               "plan_state": ws.role_dir("plan") / "probe", "build_state": ws.role_dir("build") / "probe",
+               "config": ws.config_file, "outside": outside}
+    result = subprocess.run([sys.executable, "-c", PROBE, json.dumps({k: str(v) for k, v in targets.items()})],
+                            user=account.uid, group=account.gid, extra_groups=[], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+ALLOWED = {"spec": {"canon", "inbox", "spec_state"}, "plan": {"fix_plan", "plan_state"}, "build": {"code", "build_state"}}
+
+
+@needs_useradd
+@pytest.mark.parametrize("role", ["spec", "plan", "build"])
+def test_each_account_writes_only_its_row(users_ws: Workspace, role: str) -> None:
+    outside = Path("/etc/banach-probe-should-not-exist")
+    seen = probe_as(users_ws, role, outside)
+    assert {k for k, v in seen.items() if v == "ok"} == ALLOWED[role], seen
+    assert all(v == "EACCES" for k, v in seen.items() if k not in ALLOWED[role]), seen
+    assert not outside.exists()
+
+
+@needs_useradd
+@pytest.mark.slow
+def test_supervisord_runs_each_loop_as_its_account(users_ws: Workspace) -> None:
+    ws = users_ws
+    supervisor.up(ws)
+    assert wait_until(lambda: len([p for p in supervisor.states(ws) if p.state == "RUNNING"]) == 3, [ws.supervisor_dir], 30)
+    for program in supervisor.states(ws):
+        uid = int(next(line for line in Path(f"/proc/{program.pid}/status").read_text().splitlines()
+                       if line.startswith("Uid:")).split()[1])
+        assert uid == lookup(account_name(ws, program.role)).uid  # type: ignore[union-attr]
+    assert f"user={account_name(ws, 'build')}" in ws.supervisor_conf.read_text()
+    assert wait_until(lambda: ws.fix_plan_json.exists(), [ws.plan_dir], 60), (ws.supervisor_dir / "plan.log").read_text()
+    info = json.loads(cli("banach", "status", "--json", "--workspace", str(ws.root)).stdout)
+    assert info["isolation"]["backend"] == "users"
+    assert all(role["enforced"] for role in info["isolation"]["roles"].values())
+
+
+def test_users_backend_refuses_the_wrong_account(tmp_path: Path) -> None:
+    ws = example(tmp_path, backend="users")
+    result = cli("plan-loop", "once", "--workspace", str(ws.root))
+    assert result.returncode == 1
+    assert "banach-plan does not exist" in result.stderr or "must run as" in result.stderr
