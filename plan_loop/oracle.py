@@ -60,9 +60,9 @@ def fingerprint(output: str, timed_out: bool) -> str:
     return hashlib.sha256(normalized.encode()).hexdigest()[:16]
 
 
-def _code_key(req: Requirement, code: GitRepo, commit: str, blobs: Callable[[], dict[str, str]]) -> str:
+def _code_key(req: Requirement, tree: str, blobs: Callable[[], dict[str, str]]) -> str:
     if not req.reads:
-        return "tree:" + code.tree_id(commit)
+        return "tree:" + tree
     chosen = {path: blob for path, blob in blobs().items() if matches(path, req.reads)}
     return "reads:" + hashlib.sha256(canonical(chosen).encode()).hexdigest()
 
@@ -76,9 +76,10 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
             cache["b"] = code.blob_ids(code_commit)
         return cache["b"]
 
+    tree = code.tree_id(code_commit)
     checks = []
     for req in sorted(canon.requirements.values(), key=lambda r: r.id):
-        code_key = _code_key(req, code, code_commit, blobs) if req.measured else ""
+        code_key = _code_key(req, tree, blobs) if req.measured else ""
         for index, command in enumerate(req.checks):
             key = canonical({"k": "check", "cmd": command, "t": timeout, "code": code_key})
             checks.append(Check(req.id, f"check:{index}", ("/bin/sh", "-c", command), command, timeout,

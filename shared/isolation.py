@@ -81,10 +81,11 @@ def restrict_self(ws: Workspace, role: Role) -> Enforcement:
 
 
 def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path]) -> tuple[str, ...]:
-    """Wrap a child's argv so that it runs with writes narrowed to `writable` (landlock backend only)."""
+    """Wrap a child's argv so that it runs with writes narrowed to `writable` and the receipt keys
+    unreadable (landlock backend only)."""
     if ws.config.isolation.backend != "landlock":
         return argv
-    flags: list[str] = []
+    flags: list[str] = ["--hide", str(ws.keys_dir)]
     for path in writable:
         flags += ["--write", str(path)]
     return (sys.executable, "-m", "shared.sandbox", *flags, "--", *argv)

@@ -43,19 +43,57 @@ class LandlockMissing(RuntimeError):
     pass
 
 
-def restrict_writes(paths: list[Path]) -> int:
-    """Restrict this thread (and every thread and child started after) to writing only beneath paths."""
+def _read_rules(hidden: list[Path]) -> list[tuple[Path, bool]]:
+    """Paths to grant reading so that everything is readable except beneath `hidden`.
+
+    Landlock only allows, so for each folder on the way to a hidden path we grant listing the folder
+    itself, and reading every entry beside the one that leads to the hidden path. Returns (path, whole):
+    whole means reading files and folders beneath it, otherwise listing that folder only.
+    """
+    hidden = [h.resolve() for h in hidden]
+    on_the_way = {ancestor for h in hidden for ancestor in h.parents}
+    rules: list[tuple[Path, bool]] = []
+    for folder in sorted(on_the_way):
+        rules.append((folder, False))
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            resolved = entry.resolve() if entry.is_symlink() else entry
+            if resolved in on_the_way or resolved in hidden or entry in on_the_way or entry in hidden:
+                continue
+            rules.append((entry, True))
+    return rules
+
+
+def restrict_writes(paths: list[Path], hidden: list[Path] = ()) -> int:  # type: ignore[assignment]
+    """Restrict this thread (and every thread and child started after) to writing only beneath paths,
+    and, when hidden is given, to reading everything except beneath those paths."""
     abi = landlock_abi()
     if abi < 1:
         raise LandlockMissing("this kernel has no Landlock (needs Linux >= 5.13 with landlock in CONFIG_LSM)")
     from landlock import FSAccess, Ruleset
 
-    ruleset = Ruleset(restrict_rules=FSAccess(_rights(abi, directory=True)))
+    read_dir, read_file = int(FSAccess.READ_DIR), int(FSAccess.READ_FILE)
+    handled = _rights(abi, directory=True) | ((read_dir | read_file) if hidden else 0)
+    ruleset = Ruleset(restrict_rules=FSAccess(handled))
     for path in [*paths, *map(Path, ALWAYS_WRITABLE)]:
+        reads = (read_dir | read_file) if hidden and path.is_dir() else (read_file if hidden else 0)
         if path.is_dir():
-            ruleset.allow(str(path), rules=FSAccess(_rights(abi, directory=True)))
+            ruleset.allow(str(path), rules=FSAccess(_rights(abi, directory=True) | reads))
         elif path.exists():
-            ruleset.allow(str(path), rules=FSAccess(_rights(abi, directory=False)))
+            ruleset.allow(str(path), rules=FSAccess(_rights(abi, directory=False) | reads))
+    for path, whole in _read_rules(list(hidden)):
+        try:
+            if not whole:
+                ruleset.allow(str(path), rules=FSAccess(read_dir))
+            elif path.is_dir():
+                ruleset.allow(str(path), rules=FSAccess(read_dir | read_file))
+            else:
+                ruleset.allow(str(path), rules=FSAccess(read_file))
+        except OSError:
+            continue  # vanished, or a socket we cannot open: it stays unreadable, which is safe
     ruleset.apply()
     return abi
 
@@ -67,11 +105,12 @@ def main(argv: list[str]) -> int:
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1 :]
     writable = [Path(options[i + 1]) for i, flag in enumerate(options) if flag == "--write" and i + 1 < len(options)]
+    hidden = [Path(options[i + 1]) for i, flag in enumerate(options) if flag == "--hide" and i + 1 < len(options)]
     if not command:
         print("shared.sandbox: no program given after '--'", file=sys.stderr)
         return 2
     try:
-        restrict_writes(writable)
+        restrict_writes(writable, hidden)
     except LandlockMissing as exc:
         print(f"shared.sandbox: refusing to run unsandboxed: {exc}", file=sys.stderr)
         return 126

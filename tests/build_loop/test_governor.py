@@ -242,3 +242,12 @@ def test_without_landlock_canon_edits_still_do_not_count(measured: Workspace) ->
     assert CanonStore(measured.canon).version() == 1
     assert "TK-99" not in (CanonStore(measured.canon).read("HEAD", "requirements/textkit.md") or "")
     assert last_iteration(measured)["decision"] == "keep"  # judged against canon v1's real tests
+
+
+@pytest.mark.landlock
+def test_agent_cannot_read_the_receipt_keys(measured_landlock: Workspace) -> None:
+    once(measured_landlock, "reads_keys.py")
+    seen = output(measured_landlock, 1)
+    assert "DENIED ../state/keys/build.key: EACCES" in seen and "DENIED ../state/keys/plan.key: EACCES" in seen
+    assert "# textkit" in seen  # the rest of the world stays readable
+    assert last_iteration(measured_landlock)["decision"] == "keep"
