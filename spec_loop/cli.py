@@ -17,10 +17,14 @@ from spec_loop.run import serve_inbox
 from spec_loop.service import SpecService
 
 
-def _service(workspace: Path) -> SpecService:
+def _service(workspace: Path, reconcile_agent: str = "") -> SpecService:
     ws = Workspace.open(workspace)
     click.echo(restrict_self(ws, "spec").banner("spec-loop"), err=True)
-    return SpecService(ws)
+    return SpecService(ws, reconcile_agent=reconcile_agent)
+
+
+reconcile_agent_option = click.option("--reconcile-agent", default="", metavar="CMD",
+                                      help="an agent command that may flag semantic contradictions (JSON answer)")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,14 +40,17 @@ def cli() -> None:
 
 @cli.command()
 @workspace_option
+@reconcile_agent_option
 @click.pass_context
-def once(ctx: click.Context, workspace: Path) -> None:
+def once(ctx: click.Context, workspace: Path, reconcile_agent: str) -> None:
     """Take every draft now in the inbox; exit 1 if any was refused.
 
     Example: spec-loop once --workspace ws
     """
-    service = _service(workspace)
+    service = _service(workspace, reconcile_agent)
     decisions = take_inbox(service)
+    for notice in service.notices:
+        click.echo(notice)
     for decision in decisions:
         click.echo(decision.describe())
     if not decisions:

@@ -1,6 +1,7 @@
 """A draft: the text a person proposes for one canon file, checked before it may become a version."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -69,7 +70,8 @@ def _diff_ids(old: dict[str, Requirement], new: dict[str, Requirement]) -> dict[
     }
 
 
-def review(store: CanonStore, draft: Draft, code_files: list[str] | None = None) -> Review:
+def review(store: CanonStore, draft: Draft, code_files: list[str] | None = None,
+           semantic: Callable[[list[Document]], list[str]] | None = None) -> Review:
     """Parse, validate and reconcile a draft against canon's current version. Writes nothing."""
     if not draft.target:
         return Review(draft, (f"{draft.name}:1: canon holds requirement documents (*.md) and conformance tests "
@@ -104,6 +106,9 @@ def review(store: CanonStore, draft: Draft, code_files: list[str] | None = None)
                          code_files=code_files or [])
     if problems:
         return Review(draft, tuple(_locate(p, draft) for p in problems))
+    flagged = semantic(proposed) if semantic is not None and not draft.target.startswith(f"{TESTS_DIR}/") else []
+    if flagged:
+        return Review(draft, tuple(flagged))
     new = {req.id: req for doc in proposed for req in doc.requirements}
     changes = _diff_ids(previous, new)
     if draft.target.startswith(f"{TESTS_DIR}/"):

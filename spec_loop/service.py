@@ -10,6 +10,7 @@ from shared.atomic import file_lock
 from shared.git import GitRepo, is_repo
 from shared.journal import Journal, load_or_create_key
 from shared.workspace import Workspace
+from canon.model import Document
 from spec_loop.draft import Draft, Review, review
 
 
@@ -32,10 +33,14 @@ class Decision:
 
 
 class SpecService:
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, *, reconcile_agent: str = "") -> None:
         self.ws = ws
+        from spec_loop.reconcile_agent import command_for
+
+        self.reconcile_command = command_for(ws, reconcile_agent)
         self.store = CanonStore(ws.canon)
         self.journal = Journal(ws.journal_path("spec"), key=load_or_create_key(ws.keys_dir / "spec.key"))
+        self.notices: list[str] = []  # things a person should hear about the last decision
 
     def close(self) -> None:
         self.journal.close()
@@ -61,8 +66,18 @@ class SpecService:
         repo = GitRepo(self.ws.code)
         return repo.files_at("HEAD") if repo.head() else []
 
+    def _semantic(self, documents: list[Document]) -> list[str]:
+        from spec_loop.reconcile_agent import ask
+
+        problems, ignored = ask(self.ws, self.reconcile_command, documents)
+        if ignored:
+            self.journal.append("reconcile_agent.ignored", {"reason": ignored})
+            self.notices.append(f"note: {ignored}; its answer was ignored and the deterministic checks stand")
+        return problems
+
     def review(self, draft: Draft) -> Review:
-        return review(self.store, draft, self.code_files())
+        semantic = self._semantic if self.reconcile_command else None
+        return review(self.store, draft, self.code_files(), semantic)
 
     def decide(self, draft: Draft, *, source: str) -> Decision:
         """Review and, if it holds, commit. Call inside locked()."""
