@@ -24,7 +24,7 @@ from canon.scope import matches
 from plan_loop.snapshot import Snapshot
 from shared.git import GitRepo
 from shared.journal import Memo, canonical
-from shared.process import Request, run
+from shared.process import Outcome, Request, run
 
 EXCERPT_LINES = 30
 TIMEOUT_FINGERPRINT = "timeout"
@@ -92,7 +92,7 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
     return checks
 
 
-def _run_one(check: Check, snapshot: Snapshot, wrap: Callable[[tuple[str, ...]], tuple[str, ...]]) -> Result:
+def _request(check: Check, snapshot: Snapshot) -> Request:
     argv = check.argv
     if check.identity == "tests":
         # node ids are relative to canon's root; the code snapshot is the working directory
@@ -110,7 +110,10 @@ def _run_one(check: Check, snapshot: Snapshot, wrap: Callable[[tuple[str, ...]],
     }
     if check.identity == "tests":
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # conformance tests are plain pytest; plugins cost seconds
-    outcome = run(Request(wrap(argv), cwd=snapshot.code, env=env, timeout=check.timeout, grace=0.5))
+    return Request(argv, cwd=snapshot.code, env=env, timeout=check.timeout, grace=0.5)
+
+
+def _result(check: Check, outcome: Outcome) -> Result:
     output = (outcome.stdout + outcome.stderr).strip()
     excerpt = "\n".join(output.splitlines()[-EXCERPT_LINES:])
     if outcome.timed_out:
@@ -119,14 +122,33 @@ def _run_one(check: Check, snapshot: Snapshot, wrap: Callable[[tuple[str, ...]],
                   fingerprint(output, outcome.timed_out), outcome.duration, False)
 
 
+def _run_sandboxed(todo: list[Check], snapshot: Snapshot, workers: int, sandbox_flags: list[str]) -> list[Result]:
+    """All checks of a pass in one sandboxed runner: one interpreter start per pass, not per check."""
+    from plan_loop.worker import decode_outcomes, encode_requests
+
+    requests = [_request(check, snapshot) for check in todo]
+    budget = max(r.timeout for r in requests) * (len(requests) // workers + 1) + 60
+    runner = run(Request((sys.executable, "-m", "plan_loop.worker", "--jobs", str(workers), *sandbox_flags),
+                         cwd=snapshot.scratch, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                         stdin=encode_requests(requests), timeout=budget))
+    try:
+        outcomes = decode_outcomes(runner.stdout, requests)
+    except ValueError as exc:
+        failed = Outcome(("plan_loop.worker",), 125, "", f"the sandboxed check runner failed ({exc}):\n{runner.stderr}",
+                         runner.started, runner.duration, runner.timed_out, 0)
+        outcomes = [failed] * len(requests)
+    return [_result(check, outcome) for check, outcome in zip(todo, outcomes, strict=True)]
+
+
 def run_checks(
     checks: list[Check],
     snapshot: Snapshot,
     *,
     jobs: int,
     memo: Memo | None,
-    wrap: Callable[[tuple[str, ...]], tuple[str, ...]],
+    sandbox_flags: list[str] | None,
 ) -> list[Result]:
+    """sandbox_flags: the Landlock wrapper's flags (the checks then run in one sandboxed runner), or None."""
     results: dict[int, Result] = {}
     todo: list[tuple[int, Check]] = []
     for index, check in enumerate(checks):
@@ -136,11 +158,15 @@ def run_checks(
                                     cached["excerpt"], cached["fingerprint"], 0.0, True)
         else:
             todo.append((index, check))
-    workers = jobs or os.cpu_count() or 1
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {index: pool.submit(_run_one, check, snapshot, wrap) for index, check in todo}
-        for index, future in futures.items():
-            results[index] = future.result()
+    workers = max(1, jobs or os.cpu_count() or 1)
+    if todo and sandbox_flags is not None:
+        for (index, _), result in zip(todo, _run_sandboxed([c for _, c in todo], snapshot, workers, sandbox_flags), strict=True):
+            results[index] = result
+    elif todo:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {index: pool.submit(lambda c: _result(c, run(_request(c, snapshot))), check) for index, check in todo}
+            for index, future in futures.items():
+                results[index] = future.result()
     if memo is not None:
         for index, _check in todo:
             result = results[index]

@@ -20,7 +20,7 @@ from plan_loop.oracle import build_checks, run_checks
 from shared.atomic import file_lock
 from shared.errors import WorkspaceError
 from shared.git import GitRepo
-from shared.isolation import sandbox_argv
+from shared.isolation import sandbox_flags
 from shared.journal import Journal, Memo, load_or_create_key
 from shared.workspace import Workspace
 
@@ -93,7 +93,7 @@ class PlanService:
             snap = snapshot.take(self.ws.role_dir("plan") / "scratch", self.code, code_commit, self.canon.git, canon.commit)
             checks = build_checks(canon, self.canon.git, self.code, code_commit, self.ws.config.plan.check_timeout)
             results = run_checks(checks, snap, jobs=self.ws.config.plan.jobs, memo=None if fresh else self.memo,
-                                 wrap=lambda argv: sandbox_argv(self.ws, argv, [snap.scratch, snap.code]))
+                                 sandbox_flags=sandbox_flags(self.ws, [snap.scratch, snap.code]))
             code_files = set(self.code.files_at(code_commit))
             unmeasured = sorted(r.id for r in canon.requirements.values() if not r.measured)
             agent_items, rejections, judged = agent(canon, snap, unmeasured) if agent else ([], [], [])

@@ -80,12 +80,20 @@ def restrict_self(ws: Workspace, role: Role) -> Enforcement:
     return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}")
 
 
+def sandbox_flags(ws: Workspace, writable: list[Path]) -> list[str] | None:
+    """The Landlock wrapper's flags for a child writing only `writable`, the keys hidden; None without Landlock."""
+    if ws.config.isolation.backend != "landlock":
+        return None
+    flags = ["--hide", str(ws.keys_dir)]
+    for path in writable:
+        flags += ["--write", str(path)]
+    return flags
+
+
 def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path]) -> tuple[str, ...]:
     """Wrap a child's argv so that it runs with writes narrowed to `writable` and the receipt keys
     unreadable (landlock backend only)."""
-    if ws.config.isolation.backend != "landlock":
+    flags = sandbox_flags(ws, writable)
+    if flags is None:
         return argv
-    flags: list[str] = ["--hide", str(ws.keys_dir)]
-    for path in writable:
-        flags += ["--write", str(path)]
     return (sys.executable, "-m", "shared.sandbox", *flags, "--", *argv)

@@ -163,3 +163,21 @@ def test_plan_and_its_agent_cannot_write_code_or_canon(measured_landlock: Worksp
     assert not (measured_landlock.code / "textkit" / "evil.py").exists()
     assert not (measured_landlock.canon / "requirements" / "evil.md").exists()
     assert not marker.exists()
+
+
+@pytest.mark.landlock
+def test_checks_run_sandboxed_in_one_runner(measured_landlock: Workspace, tmp_path: Path) -> None:
+    from spec_loop.draft import Draft
+    from spec_loop.service import SpecService
+
+    escape = tmp_path / "escaped-by-a-check"
+    code_file = measured_landlock.code / "evil.py"
+    doc = (f"## SB-1: a check that writes\npaths: sb.py\nchecks:\n  - echo x > {escape}; echo x > {code_file}; "
+           "echo ok > scratch.txt && test -f scratch.txt\n\nWrites only where it may.\n")
+    spec = SpecService(measured_landlock)
+    with spec.locked():
+        assert spec.decide(Draft("sb.md", "requirements/sb.md", doc.encode()), source="test").accepted
+    spec.close()
+    report = one_pass(measured_landlock, fresh=True)
+    assert report.residual == 5  # SB-1 passes: it could write its own snapshot (scratch.txt)...
+    assert not escape.exists() and not code_file.exists()  # ...but nothing outside it
