@@ -89,7 +89,8 @@ def invocation(config: Config, name: str, prompt_file: Path, *, override: str = 
     if preset.preset == "sim":
         sim = config.sim
         argv = (sys.executable, "-m", "build_loop.sim_agent", "--seed", str(sim.seed), "--wrong-edit", str(sim.wrong_edit),
-                "--no-edit", str(sim.no_edit), "--out-of-scope", str(sim.out_of_scope), *preset.extra_args)
+                "--no-edit", str(sim.no_edit), "--out-of-scope", str(sim.out_of_scope), "--tamper", str(sim.tamper),
+                *preset.extra_args)
         return Invocation(argv, SIMULATED_LABEL)
     if preset.preset == "command":
         if not preset.command:

@@ -90,6 +90,7 @@ class SimConfig(Model):
     wrong_edit: float = Field(0.25, ge=0, le=1, description="rate of plausible but wrong edits")
     no_edit: float = Field(0.1, ge=0, le=1, description="rate of turns that change nothing")
     out_of_scope: float = Field(0.2, ge=0, le=1, description="rate of turns that also edit outside the item's scope")
+    tamper: float = Field(0.0, ge=0, le=1, description="rate of wrong edits that also rewrite the tests judging them")
 
 
 class Config(Model):
