@@ -64,7 +64,12 @@ class GitRepo:
                 out: str = self._repo.git.execute(["git", *args], strip_newline_in_stdout=strip)
                 return out
         except gitpython.GitCommandError as exc:
-            raise GitError(f"git {' '.join(args)} failed in {self.path}:\n{exc.stderr.strip()}") from None
+            stderr = str(exc.stderr).strip()
+            hint = ""
+            if ".lock" in stderr and "exists" in stderr:
+                hint = ("\nA git lock file was left behind (a git process died mid-write). If no git process is running "
+                        "on this repository, remove the .lock file named above and run the command again.")
+            raise GitError(f"git {args[0]} failed in {self.path}:\n{stderr}{hint}") from None
 
     # reading -----------------------------------------------------------------------------------
     def head(self) -> str | None:
