@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from plan_loop.fix_plan import FixPlan
@@ -35,7 +36,7 @@ def react(ws: Workspace, journal: Journal, plan: FixPlan, ladder_size: int, rung
     segment = read_history(ws).current_segment()
     if not segment or segment[-1].canon_version != plan.canon_version:
         return None
-    requirements_of = {k: v for p in segment for k, v in p.requirements_by_item.items()}
+    requirements_of: dict[str, Sequence[str]] = {k: v for p in segment for k, v in p.requirements_by_item.items()}
     diagnosis = diagnose([p.residual for p in segment], [p.items for p in segment], requirements_of)
     label, version = diagnosis.label, plan.canon_version
     if label not in ("stalled", "oscillating", "flat"):

@@ -12,6 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from shared.process import Request, run
 
@@ -49,9 +50,9 @@ class Reading:
                 "excerpts": self.excerpts, "timed_out": list(self.timed_out)}
 
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> Reading:
-        return cls(dict(data["results"]), float(data["score"]), str(data["fingerprint"]),  # type: ignore[arg-type]
-                   dict(data["excerpts"]), tuple(data.get("timed_out", ())))  # type: ignore[arg-type]
+    def from_json(cls, data: dict[str, Any]) -> Reading:
+        return cls(dict(data["results"]), float(data["score"]), str(data["fingerprint"]), dict(data["excerpts"]),
+                   tuple(data.get("timed_out", ())))
 
 
 def _junit_results(path: Path, name: str) -> dict[str, bool]:

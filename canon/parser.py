@@ -152,9 +152,9 @@ def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str],
     except ValidationError as exc:
         problem = exc.errors()[0]
         key = str(problem["loc"][0]) if problem["loc"] else ""
-        line = field_lines.get(key, index + 1)
+        at = field_lines.get(key, index + 1)
         message = problem["msg"].removeprefix("Value error, ")
-        raise CanonSyntaxError(file, line, f"{heading['id']}: {key}: {message}" if key else message) from None
+        raise CanonSyntaxError(file, at, f"{heading['id']}: {key}: {message}" if key else message) from None
 
 
 def render_requirement(req: Requirement) -> str:

@@ -7,14 +7,14 @@ build's self-assessment bias (what build's commits claimed against what this pas
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from canon.store import CanonStore
 from plan_loop import fix_plan as fix_plan_file
 from plan_loop import snapshot
-from plan_loop.fix_plan import FixPlan, Item
+from plan_loop.agent_oracle import AgentFn
+from plan_loop.fix_plan import FixPlan
 from plan_loop.items import items_from_results
 from plan_loop.oracle import build_checks, run_checks
 from shared.atomic import file_lock
@@ -78,11 +78,11 @@ class PlanService:
         closed_unclaimed = sorted(set(previous.data.get("items", [])) - open_items - claimed)
         return still_open, closed_unclaimed
 
-    def run_pass(self, *, fresh: bool = False, agent: Callable[..., list[Item]] | None = None) -> PassReport:
+    def run_pass(self, *, fresh: bool = False, agent: AgentFn | None = None) -> PassReport:
         with file_lock(self.ws.role_dir("plan") / "pass.lock", what="a plan pass"):
             return self._run_pass(fresh=fresh, agent=agent)
 
-    def _run_pass(self, *, fresh: bool, agent: Callable[..., list[Item]] | None) -> PassReport:
+    def _run_pass(self, *, fresh: bool, agent: AgentFn | None) -> PassReport:
         code_commit = self.code.head()
         if code_commit is None:
             raise WorkspaceError(f"{self.ws.code} has no commits; the code repository needs an initial commit")
@@ -128,7 +128,7 @@ class PlanService:
             out.update(outcome="written", residual=len(items))
             return report
 
-    def measure(self, *, agent: Callable[..., list[Item]] | None = None) -> list[PassReport]:
+    def measure(self, *, agent: AgentFn | None = None) -> list[PassReport]:
         """A pass; when it finds nothing on memoized results, a fresh pass to certify it."""
         reports = [self.run_pass(agent=agent)]
         if reports[0].residual == 0 and not reports[0].certified:

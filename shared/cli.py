@@ -5,6 +5,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -236,7 +237,7 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
         values = [p.residual for p in segment]
         diagnosis = diagnose(values, [p.items for p in segment],
                              {k: v for p in segment for k, v in p.requirements_by_item.items()})
-    out = {**diagnosis.as_json(), "series": values}
+    out: dict[str, Any] = {**diagnosis.as_json(), "series": values}
     if as_json:
         click.echo(json.dumps(out, indent=2))
     else:

@@ -43,7 +43,7 @@ def examine(ws: Workspace | None) -> list[Finding]:
     else:
         from shared.users import status as users_status
 
-        for role, info in users_status(ws).items():
+        for info in users_status(ws).values():
             good = bool(info["exists"] and info["owns_its_stores"])
             findings.append(Finding(good, f"users backend: {info['account']} " + ("owns its stores" if good else
                                     "is missing or does not own its stores"),

@@ -151,7 +151,7 @@ class GitRepo:
         except GitError:
             symbolic = ""
         refs = self._git("for-each-ref", "--format=%(refname) %(objectname)")
-        pairs = tuple(sorted(tuple(line.split(" ", 1)) for line in refs.splitlines() if line))  # type: ignore[misc]
+        pairs = tuple(sorted((name, sha) for name, _, sha in (line.partition(" ") for line in refs.splitlines() if line)))
         return RefState(symbolic, self.head() or "", pairs, self.hidden_paths())
 
     def hidden_paths(self) -> tuple[str, ...]:

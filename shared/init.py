@@ -76,7 +76,7 @@ def _init_stores(ws: Workspace, *, example: bool) -> None:
         ws.role_dir(role).mkdir(parents=True, exist_ok=True)
         load_or_create_key(ws.keys_dir / f"{role}.key")
     ws.keys_dir.chmod(0o700)
-    canon_files = {str(p.relative_to(ws.canon)): p.read_text() for p in sorted(ws.canon.rglob("*")) if p.is_file()} if ws.canon.exists() else {}
+    canon_files: dict[str, str | None] = {str(p.relative_to(ws.canon)): p.read_text() for p in sorted(ws.canon.rglob("*")) if p.is_file()} if ws.canon.exists() else {}
     if ws.canon.exists():
         shutil.rmtree(ws.canon)
     store = CanonStore.create(ws.canon)
@@ -85,7 +85,7 @@ def _init_stores(ws: Workspace, *, example: bool) -> None:
         from canon.parser import parse_document
 
         ids = sorted(r.id for rel, text in canon_files.items() if rel.endswith(".md")
-                     for r in parse_document(text, rel).requirements)
+                     for r in parse_document(text or "", rel).requirements)
         store.commit(canon_files, "the bundled example", {"added": ids})
     code = GitRepo.init(ws.code) if not (ws.code / ".git").exists() else GitRepo(ws.code)
     if code.head() is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import IsolationError
-from shared.sandbox import ALWAYS_WRITABLE, LandlockMissing, landlock_abi, restrict_writes
+from shared.sandbox import LandlockMissing, restrict_writes
 from shared.workspace import Role, Workspace
 
 ENV_ACTIVE = "BANACH_ISOLATION_ACTIVE"

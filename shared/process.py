@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 REAP_TAG = "BANACH_REAP_TAG"
 OUTPUT_LIMIT = 1_000_000  # bytes kept per stream; the tail is what matters for a failure
@@ -59,7 +60,7 @@ class Outcome:
         return f"command: {' '.join(self.argv)}\n{status}\nstdout:\n{indent(self.stdout)}\nstderr:\n{indent(self.stderr)}"
 
 
-def _read_tail(handle: tempfile._TemporaryFileWrapper[bytes]) -> str:
+def _read_tail(handle: IO[bytes]) -> str:
     handle.flush()
     size = handle.seek(0, os.SEEK_END)
     handle.seek(max(0, size - OUTPUT_LIMIT))

@@ -8,9 +8,9 @@ from plan_loop import fix_plan as fix_plan_file
 from shared import supervisor
 from shared.errors import BanachError
 from shared.git import GitRepo
-from shared.isolation import landlock_abi
 from shared.journal import Journal
 from shared.monitor import diagnose
+from shared.sandbox import landlock_abi
 from shared.series import read_history
 from shared.workspace import LOOP_ROLES, ROLES, Workspace
 

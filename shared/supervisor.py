@@ -11,6 +11,7 @@ import time
 import xmlrpc.client
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -57,7 +58,8 @@ def running(ws: Workspace) -> bool:
     if not (ws.supervisor_dir / "supervisor.sock").exists():
         return False
     try:
-        return _proxy(ws).supervisor.getState()["statename"] == "RUNNING"  # type: ignore[index]
+        state: dict[str, Any] = _proxy(ws).supervisor.getState()  # type: ignore[assignment]
+        return state["statename"] == "RUNNING"
     except (OSError, xmlrpc.client.Fault, xmlrpc.client.ProtocolError):
         return False
 
@@ -65,8 +67,8 @@ def running(ws: Workspace) -> bool:
 def states(ws: Workspace) -> list[ProgramState]:
     if not running(ws):
         return []
-    infos = _proxy(ws).supervisor.getAllProcessInfo()
-    return [ProgramState(i["name"], i["statename"], i["pid"] or None, i["description"]) for i in infos]  # type: ignore[union-attr]
+    infos: list[dict[str, Any]] = _proxy(ws).supervisor.getAllProcessInfo()  # type: ignore[assignment]
+    return [ProgramState(i["name"], i["statename"], i["pid"] or None, i["description"]) for i in infos]
 
 
 def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0) -> list[ProgramState]:

@@ -5,12 +5,12 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from canon.model import Document
 from canon.store import CanonStore
 from shared.atomic import file_lock
 from shared.git import GitRepo, is_repo
 from shared.journal import Journal, load_or_create_key
 from shared.workspace import Workspace
-from canon.model import Document
 from spec_loop.draft import Draft, Review, review
 
 

@@ -132,9 +132,9 @@ def test_fake_success_is_rolled_back_and_remembered(measured: Workspace) -> None
 
 
 def test_deleting_a_passing_test_trips_the_ratchet(measured: Workspace) -> None:
+    from plan_loop.passes import PlanService
     from spec_loop.draft import Draft
     from spec_loop.service import SpecService
-    from plan_loop.passes import PlanService
 
     spec = SpecService(measured)
     text = spec.store.read("HEAD", "requirements/textkit.md") or ""
