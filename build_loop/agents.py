@@ -65,7 +65,8 @@ _LIMIT_PATTERNS = {
     "opencode": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
     "goose": re.compile(r"rate limit|too many requests|\b429\b", re.IGNORECASE),
     "pi": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
-    "command": re.compile(r"usage limit reached|rate limit exceeded", re.IGNORECASE),
+    # any program: the phrasings the CLIs above use, and only together with a non-zero exit
+    "command": re.compile(r"usage limit|rate[_ ]limit|too many requests|quota exceeded|RESOURCE_EXHAUSTED", re.IGNORECASE),
     "sim": re.compile(r"SIMULATED RATE LIMIT", re.IGNORECASE),
 }
 _EPOCH_RESET = re.compile(r"limit reached\|(\d{9,11})")
