@@ -86,10 +86,10 @@ def _progress(ws: Workspace, shown_passes: int, shown_build: int, echo: Callable
     if plan is not None:
         with plan:
             passes = plan.rows("pass")
-        for row in passes[shown_passes:]:
+        for number, row in enumerate(passes[shown_passes:], start=shown_passes + 1):
             d = row.data
             tag = " (fresh: certificate)" if d["residual"] == 0 and d.get("fresh") else ""
-            echo(f"  plan   pass {row.seq:>3}: canon v{d['canon_version']} x {d['code_commit'][:10]}: residual {d['residual']}{tag}")
+            echo(f"  plan   pass {number:>3}: canon v{d['canon_version']} x {d['code_commit'][:10]}: residual {d['residual']}{tag}")
         shown_passes = len(passes)
     build = Journal.reader(ws.journal_path("build"))
     if build is not None:

@@ -100,8 +100,8 @@ def read_series_file(path: Path) -> list[float]:
             raise BanachError(f"{path}: not a JSON array of numbers (it is a JSON {type(values).__name__})")
         numbers = []
         for index, value in enumerate(values):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-                raise BanachError(f"{path}: element {index} is {value!r}; every element must be a number >= 0")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise BanachError(f"{path}: element {index} is {value!r}; every element must be a finite number >= 0")
             numbers.append(float(value))
         return numbers
     numbers = []
