@@ -24,6 +24,22 @@ def reference_root() -> Path:
     return Path(str(resources.files("shared.example") / "reference"))
 
 
+def apply_reference(requirements: list[str], variant: str) -> list[str]:
+    """Copy the example's reference change ('right' or 'wrong') for each requirement into the work tree."""
+    touched = []
+    for rid in requirements:
+        source = reference_root() / rid / variant
+        if not source.is_dir():
+            continue
+        for path in sorted(source.rglob("*")):
+            if path.is_file():
+                target = Path(path.relative_to(source))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+                touched.append(str(target))
+    return touched
+
+
 def _weaken_tests() -> list[str]:
     """What a defendant-authored suite allows: rewrite the tests that judge the work so that they pass."""
     weakened = []
@@ -66,18 +82,7 @@ def main(argv: list[str]) -> int:
         variant = "none"
     else:
         variant = "right"
-    root = reference_root()
-    touched = []
-    for rid in [r.strip() for r in reqs.group(1).split(",") if r.strip()]:
-        source = root / rid / variant
-        if variant == "none" or not source.is_dir():
-            continue
-        for path in sorted(source.rglob("*")):
-            if path.is_file():
-                target = Path(path.relative_to(source))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
-                touched.append(str(target))
+    touched = [] if variant == "none" else apply_reference([r.strip() for r in reqs.group(1).split(",") if r.strip()], variant)
     if scope_roll < args.out_of_scope:
         with open("README.md", "a", encoding="utf-8") as handle:
             handle.write("\nEdited by the simulated agent, outside its scope.\n")

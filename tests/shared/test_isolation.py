@@ -9,26 +9,11 @@ from pathlib import Path
 import pytest
 
 from shared.workspace import Workspace
+from tests.helpers.probe import script, targets_json
 from tests.helpers.workspaces import cli, example
 
-PROBE = """
-import errno, json, sys
-from pathlib import Path
-from shared.isolation import restrict_self
-from shared.workspace import Workspace
-ws = Workspace.open(sys.argv[1])
-restrict_self(ws, sys.argv[2])
-out = {}
-for name, path in json.loads(sys.argv[3]).items():
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as handle:
-            handle.write("x")
-        out[name] = "ok"
-    except OSError as exc:
-        out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
-print(json.dumps(out))
-"""
+PROBE = script("from shared.isolation import restrict_self\nfrom shared.workspace import Workspace\n"
+                "restrict_self(Workspace.open(sys.argv[1]), sys.argv[2])")
 
 
 def probe(ws: Workspace, role: str, outside: Path) -> dict[str, str]:
@@ -39,7 +24,7 @@ def probe(ws: Workspace, role: str, outside: Path) -> dict[str, str]:
         "build_journal": ws.journal_path("build"), "plan_state": ws.role_dir("plan") / "probe",
         "keys": ws.keys_dir / "probe", "outside": outside,
     }
-    result = subprocess.run([sys.executable, "-c", PROBE, str(ws.root), role, json.dumps({k: str(v) for k, v in targets.items()})],
+    result = subprocess.run([sys.executable, "-c", PROBE, str(ws.root), role, targets_json(targets)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

@@ -14,24 +14,14 @@ import pytest
 from shared import supervisor
 from shared.users import account_name, lookup, remove_users, setup_users
 from shared.workspace import Workspace
+from tests.helpers.probe import script, targets_json
 from tests.helpers.waiting import wait_until
 from tests.helpers.workspaces import cli, example
 
 pytestmark = [pytest.mark.root]
 needs_useradd = pytest.mark.skipif(shutil.which("useradd") is None, reason="useradd is not installed")
 
-PROBE = """
-import errno, json, sys
-out = {}
-for name, path in json.loads(sys.argv[1]).items():
-    try:
-        with open(path, "a") as handle:
-            handle.write("x")
-        out[name] = "ok"
-    except OSError as exc:
-        out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
-print(json.dumps(out))
-"""
+PROBE = script()
 
 
 @pytest.fixture
@@ -75,7 +65,7 @@ def probe_as(ws: Workspace, role: str, outside: Path) -> dict[str, str]:
                "fix_plan": ws.plan_dir / "probe.json", "spec_state": ws.role_dir("spec") / "probe",
                "plan_state": ws.role_dir("plan") / "probe", "build_state": ws.role_dir("build") / "probe",
                "config": ws.config_file, "outside": outside}
-    result = subprocess.run([sys.executable, "-c", PROBE, json.dumps({k: str(v) for k, v in targets.items()})],
+    result = subprocess.run([sys.executable, "-c", PROBE, targets_json(targets)],
                             user=account.uid, group=account.gid, extra_groups=[], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from build_loop.sim_agent import reference_root  # noqa: E402
+from build_loop.sim_agent import apply_reference  # noqa: E402
 
 
 def prompt() -> str:
@@ -23,16 +22,7 @@ def requirements() -> list[str]:
 
 
 def apply(variant: str = "right") -> list[str]:
-    written = []
-    for rid in requirements():
-        source = reference_root() / rid / variant
-        for path in sorted(source.rglob("*")):
-            if path.is_file():
-                target = Path(path.relative_to(source))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
-                written.append(str(target))
-    return written
+    return apply_reference(requirements(), variant)
 
 
 def git(*args: str) -> subprocess.CompletedProcess[str]:
