@@ -6,13 +6,11 @@
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from plan_loop.fix_plan import FixPlan
 from shared.journal import Journal
-from shared.monitor import diagnose
-from shared.series import read_history
+from shared.series import diagnose_segment, read_history
 from shared.workspace import Workspace
 
 FLAT_ADVICE = ("flat from the start: the target or the context is the problem, not the model. Check that the "
@@ -36,8 +34,7 @@ def react(ws: Workspace, journal: Journal, plan: FixPlan, ladder_size: int, rung
     segment = read_history(ws).current_segment()
     if not segment or segment[-1].canon_version != plan.canon_version:
         return None
-    requirements_of: dict[str, Sequence[str]] = {k: v for p in segment for k, v in p.requirements_by_item.items()}
-    diagnosis = diagnose([p.residual for p in segment], [p.items for p in segment], requirements_of)
+    diagnosis = diagnose_segment(segment)
     label, version = diagnosis.label, plan.canon_version
     if label not in ("stalled", "oscillating", "flat"):
         return None

@@ -227,16 +227,15 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
     Example: banach monitor --series residuals.json --json
     """
     from shared.monitor import diagnose
-    from shared.series import read_history, read_series_file
+    from shared.series import diagnose_segment, read_history, read_series_file
 
     if series is not None:
         values = read_series_file(series)
         diagnosis = diagnose(values)
     else:
         segment = read_history(Workspace.open(workspace)).current_segment()
-        values = [p.residual for p in segment]
-        diagnosis = diagnose(values, [p.items for p in segment],
-                             {k: v for p in segment for k, v in p.requirements_by_item.items()})
+        values = [float(p.residual) for p in segment]
+        diagnosis = diagnose_segment(segment)
     out: dict[str, Any] = {**diagnosis.as_json(), "series": values}
     if as_json:
         click.echo(json.dumps(out, indent=2))

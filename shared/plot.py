@@ -12,8 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from shared.monitor import Diagnosis, diagnose
-from shared.series import History, read_history
+from shared.monitor import Diagnosis
+from shared.series import History, diagnose_segment, read_history
 from shared.workspace import Workspace
 
 ZERO = 0.5  # where a residual of 0 sits on the log axis
@@ -46,8 +46,7 @@ def _title(diagnosis: Diagnosis, simulated: bool) -> str:
 def draw(history: History, output: Path, *, simulated: bool = False, unmeasured: int = 0) -> Diagnosis:
     passes = list(history.passes)
     segment = history.current_segment()
-    diagnosis = diagnose([p.residual for p in segment], [p.items for p in segment],
-                         {k: v for p in segment for k, v in p.requirements_by_item.items()})
+    diagnosis = diagnose_segment(segment)
     fig, ax = plt.subplots(figsize=(9, 5.2), dpi=110)
     ax.set_yscale("log")
     xs = list(range(1, len(passes) + 1))

@@ -3,11 +3,13 @@ version, and the events worth marking on the plot."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.errors import BanachError
 from shared.journal import Journal
+from shared.monitor import Diagnosis, diagnose
 from shared.workspace import Workspace
 
 
@@ -50,6 +52,12 @@ class History:
                 out.append([])
             out[-1].append(plan_pass)
         return out
+
+
+def diagnose_segment(segment: Sequence[PlanPass]) -> Diagnosis:
+    """The monitor's verdict on one canon segment, with the item ids so a cycle can be named."""
+    requirements_of: dict[str, Sequence[str]] = {k: v for p in segment for k, v in p.requirements_by_item.items()}
+    return diagnose([p.residual for p in segment], [p.items for p in segment], requirements_of)
 
 
 def read_history(ws: Workspace) -> History:

@@ -9,9 +9,8 @@ from shared import supervisor
 from shared.errors import BanachError
 from shared.git import GitRepo
 from shared.journal import Journal
-from shared.monitor import diagnose
 from shared.sandbox import landlock_abi
-from shared.series import read_history
+from shared.series import diagnose_segment, read_history
 from shared.workspace import LOOP_ROLES, ROLES, Workspace
 
 
@@ -52,8 +51,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         plan, plan_error = None, str(exc)
     history = read_history(ws)
     segment = history.current_segment()
-    diagnosis = diagnose([p.residual for p in segment], [p.items for p in segment],
-                         {k: v for p in segment for k, v in p.requirements_by_item.items()})
+    diagnosis = diagnose_segment(segment)
     certificate = history.certificates[-1] if history.certificates else None
     certified = bool(certificate and certificate["canon_version"] == canon_version and certificate["code_commit"] == head)
     fresh_plan = plan is not None and plan.canon_version == canon_version and plan.code_commit == head

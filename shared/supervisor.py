@@ -110,15 +110,18 @@ def down(ws: Workspace, *, wait: float = 60.0) -> bool:
     except (OSError, xmlrpc.client.Fault):
         pass
     deadline = time.monotonic() + wait
-    while pid and time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        if pid and time.monotonic() >= deadline:
+    while pid and _alive(pid):
+        if time.monotonic() >= deadline:
             raise SupervisorError(f"supervisord (pid {pid}) did not stop within {wait:g}s")
+        time.sleep(0.1)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
     return True
 
 
