@@ -17,7 +17,6 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,10 +60,6 @@ class Outcome:
     cost_usd: float | None = None
     resets_at: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def worked(self) -> bool:
-        return self.decision not in ("idle", "paused")
 
 
 class Governor:
@@ -168,10 +163,8 @@ class Governor:
         return self._turn(plan, item, canon, history)
 
     def _react(self, plan: FixPlan) -> Reaction | None:
-        ladder = self.ws.config.build.ladder or (self.ws.config.build.agent,)
-        version = plan.canon_version
-        rungs = {item.id: item_history(self.journal, item.id, version).rung for item in plan.items}
-        return react(self.ws, self.journal, plan, len(ladder), rungs)
+        return react(self.ws, self.journal, plan, self.ws.config.build.rungs,
+                     lambda item_id: item_history(self.journal, item_id, plan.canon_version).rung)
 
     def _canon_snapshot(self, canon: Canon) -> Path:
         target = self.dir / "canon" / canon.commit[:12]
@@ -222,7 +215,7 @@ class Governor:
         return reading
 
     def _rung(self, history: ItemHistory) -> str:
-        ladder = self.ws.config.build.ladder or (self.ws.config.build.agent,)
+        ladder = self.ws.config.build.rungs
         return ladder[min(history.rung, len(ladder) - 1)]
 
     def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory) -> Outcome:
@@ -359,7 +352,7 @@ class Governor:
 
     def _after_failure(self, item: Item, canon: Canon, history: ItemHistory, outcome: Outcome) -> None:
         build = self.ws.config.build
-        ladder = build.ladder or (build.agent,)
+        ladder = build.rungs
         attempts, streak = history.attempts + 1, history.streak + 1
         if attempts >= build.max_attempts:
             self.journal.append("item.blocked", {
@@ -393,6 +386,3 @@ def _guard_violations(before: RefState, after: RefState) -> list[str]:
     for path in sorted(set(after.hidden) - set(before.hidden)):
         found.append(f"index flag hides {path} (skip-worktree or assume-unchanged)")
     return found
-
-
-Echo = Callable[[str], None]

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from plan_loop.fix_plan import FixPlan
@@ -30,7 +31,9 @@ def _flagged(journal: Journal, label: str, canon_version: int) -> bool:
                for row in journal.rows("monitor.flag"))
 
 
-def react(ws: Workspace, journal: Journal, plan: FixPlan, ladder_size: int, rungs: dict[str, int]) -> Reaction | None:
+def react(ws: Workspace, journal: Journal, plan: FixPlan, ladder: tuple[str, ...],
+          rung_of: Callable[[str], int]) -> Reaction | None:
+    """rung_of(item id) is asked only for items a stall climbs, since it reads the item's whole history."""
     segment = read_history(ws).current_segment()
     if not segment or segment[-1].canon_version != plan.canon_version:
         return None
@@ -63,9 +66,11 @@ def react(ws: Workspace, journal: Journal, plan: FixPlan, ladder_size: int, rung
         journal.append("demolish.requested", {"area": area, "canon_version": version, "reason": diagnosis.reason,
                                               "items": sorted(i.id for i in plan.items if i.area == area and i.id in stuck)})
     for item in plan.items:
-        if item.id in stuck and rungs.get(item.id, 0) + 1 < ladder_size:
-            rung = rungs.get(item.id, 0)
+        if item.id not in stuck:
+            continue
+        rung = rung_of(item.id)
+        if rung + 1 < len(ladder):
             journal.append("ladder.climb", {"item": item.id, "from": rung, "to": rung + 1, "reason": "monitor: stalled",
-                                            "from_agent": "", "to_agent": ""})
+                                            "from_agent": ladder[rung], "to_agent": ladder[rung + 1]})
     return Reaction(label, f"monitor: stalled ({diagnosis.reason}); asked plan to demolish and rebuild "
                            f"{', '.join(areas) or 'the stuck area'}, and climbed the ladder for its items")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from pathlib import Path
 
 from canon.store import CanonStore
 from plan_loop import fix_plan as fix_plan_file
@@ -134,11 +133,3 @@ class PlanService:
         if reports[0].residual == 0 and not reports[0].certified:
             reports.append(self.run_pass(fresh=True, agent=agent))
         return reports
-
-
-def read_current(ws: Workspace) -> FixPlan | None:
-    return fix_plan_file.read(ws.fix_plan_json)
-
-
-def scratch_root(ws: Workspace) -> Path:
-    return ws.role_dir("plan") / "scratch"

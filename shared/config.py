@@ -75,6 +75,11 @@ class BuildConfig(Model):
     max_cost_usd: float = Field(0.0, ge=0, description="stop when reported agent cost exceeds this; 0: no limit")
     idle_poll_seconds: float = Field(5.0, gt=0, description="how often an idle build-loop looks for a new fix_plan")
 
+    @property
+    def rungs(self) -> tuple[str, ...]:
+        """The ladder as it is climbed: the configured ladder, or the one agent when there is none."""
+        return self.ladder or (self.agent,)
+
 
 class AgentPreset(Model):
     preset: Literal["sim", "command", "claude", "codex", "aider", "gemini", "opencode", "goose", "pi"] = Field(
@@ -123,7 +128,7 @@ def parse_config(text: str, path: Path) -> Config:
         config = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, path)) from None
-    for rung in config.build.ladder or (config.build.agent,):
+    for rung in config.build.rungs:
         if rung not in config.agents:
             raise ConfigError(
                 f"{path}: build names agent preset '{rung}', which is not defined; "

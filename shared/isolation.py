@@ -18,8 +18,6 @@ from shared.errors import IsolationError
 from shared.sandbox import LandlockMissing, restrict_writes
 from shared.workspace import Role, Workspace
 
-ENV_ACTIVE = "BANACH_ISOLATION_ACTIVE"
-
 
 def writable_paths(ws: Workspace, role: Role) -> list[Path]:
     own = ws.role_dir(role)
@@ -76,7 +74,6 @@ def restrict_self(ws: Workspace, role: Role) -> Enforcement:
         name = check_running_as(ws, role)
         return Enforcement("users", True, f"running as account {name}; writes limited by ownership to {shown}")
     abi = landlock_restrict(paths)
-    os.environ[ENV_ACTIVE] = f"landlock:{role}"
     return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}")
 
 
