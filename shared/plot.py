@@ -50,11 +50,13 @@ def draw(history: History, output: Path, *, simulated: bool = False, unmeasured:
     fig, ax = plt.subplots(figsize=(9, 5.2), dpi=110)
     ax.set_yscale("log")
     xs = list(range(1, len(passes) + 1))
-    for segment_passes in history.segments():
-        seg_x = [passes.index(p) + 1 for p in segment_passes]
+    start = 1
+    for number, segment_passes in enumerate(history.segments()):
+        seg_x = list(range(start, start + len(segment_passes)))
+        start += len(segment_passes)
         seg_y = [max(p.residual, 0) or ZERO for p in segment_passes]
         ax.plot(seg_x, seg_y, "o-", color="#1f77b4", lw=1.8, ms=5,
-                label="open items per plan pass" if segment_passes is history.segments()[0] else None)
+                label="open items per plan pass" if number == 0 else None)
     for index, p in enumerate(passes):
         if index and p.canon_version != passes[index - 1].canon_version:
             ax.axvline(index + 0.5, color="#999", ls="--", lw=1)
@@ -62,7 +64,7 @@ def draw(history: History, output: Path, *, simulated: bool = False, unmeasured:
                     va="top", fontsize=8, color="#555")
     fit = diagnosis.fit
     if fit is not None and segment and diagnosis.label != "insufficient":
-        end = passes.index(segment[-1]) + 1
+        end = len(passes)  # the current segment is the tail of the series
         start = end - fit.window + 1
         ys = [max(p.residual, 0) for p in segment[-fit.window:]]
         anchor = math.exp(sum(math.log(y + 0.5) for y in ys) / len(ys))
