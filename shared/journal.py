@@ -12,6 +12,7 @@ import hmac
 import json
 import os
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 import sqlite_utils
 from sqlite_utils.migrations import Migrations
 
+from shared.atomic import file_lock
 from shared.errors import JournalError
 
 GENESIS = "0" * 64
@@ -92,7 +94,10 @@ class Journal:
                 conn = sqlite3.connect(path, timeout=30)
             self.db = sqlite_utils.Database(conn)
             if not readonly:
-                migrations.apply(self.db)
+                # sqlite-utils computes the pending migrations before it applies them, so two processes opening a
+                # new journal at once would both create its table; the role's spec-loop add and edit can do that.
+                with file_lock(path.with_name(path.name + ".migrate.lock"), what="opening the journal"):
+                    migrations.apply(self.db)
         except (sqlite3.Error, OSError) as exc:
             raise _wrap(exc, path, "open the journal") from None
 
@@ -124,16 +129,25 @@ class Journal:
         if self.readonly:
             raise JournalError(f"{self.path} is open read-only; only its role writes it")
         data_json = canonical(data)
+        conn = self.db.conn
         try:
-            with self.db.atomic():
+            # IMMEDIATE takes the write lock before reading the chain's tip. A deferred transaction would read
+            # under a shared lock and then fail to upgrade (SQLITE_BUSY, no waiting) when another writer of
+            # this journal, say spec-loop add beside the spec-loop daemon, did the same.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
                 last_seq, prev = self._last()
                 seq, ts = last_seq + 1, round(time.time(), 6)
                 digest = row_hash(prev, seq, ts, kind, data_json)
                 receipt = sign(self.key, digest) if self.key else ""
-                self.db[TABLE].insert(  # type: ignore[union-attr]
-                    {"seq": seq, "ts": ts, "kind": kind, "data": data_json, "prev": prev, "hash": digest,
-                     "receipt": receipt}
+                conn.execute(
+                    f"INSERT INTO {TABLE} (seq, ts, kind, data, prev, hash, receipt) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [seq, ts, kind, data_json, prev, digest, receipt],
                 )
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
         except (sqlite3.Error, OSError) as exc:
             raise _wrap(exc, self.path, f"append a '{kind}' row") from None
         return Row(seq, ts, kind, data, prev, digest, receipt)
@@ -204,15 +218,22 @@ def _row(values: tuple[Any, ...]) -> Row:
 
 def load_or_create_key(path: Path) -> bytes:
     """The role's receipt key, created on first use with mode 0600."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         return path.read_bytes()
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        key = os.urandom(32)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # Written whole under a private name, then linked into place: link fails if another process won the race,
+    # and nobody ever reads a key file that is still being written.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mkstemp creates it 0600
+    try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(key)
-        return key
+            handle.write(os.urandom(32))
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
+    return path.read_bytes()
 
 
 class Memo:
@@ -221,8 +242,7 @@ class Memo:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite_utils.Database(sqlite3.connect(path, timeout=30, check_same_thread=False))
-        if not self.db["memo"].exists():
-            self.db["memo"].create({"key": str, "value": str, "ts": float}, pk="key")  # type: ignore[union-attr]
+        self.db["memo"].create({"key": str, "value": str, "ts": float}, pk="key", if_not_exists=True)  # type: ignore[union-attr]
 
     def get(self, key: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT value FROM memo WHERE key = ?", [key]).fetchone()

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,3 +112,30 @@ def test_any_data_round_trips_and_verifies(tmp_path_factory: pytest.TempPathFact
             journal.append("row", data)
         assert [r.data for r in journal.rows()] == rows
         assert journal.verify(key=b"k").ok
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from shared.journal import Journal, load_or_create_key
+folder, name = Path(sys.argv[1]), sys.argv[2]
+key = load_or_create_key(folder / "role.key")
+with Journal(folder / "j.db", key=key) as journal:
+    for index in range(20):
+        journal.append("step", {"writer": name, "index": index})
+print(key.hex())
+"""
+
+
+def test_writers_that_start_together_lose_no_row_and_share_one_key(tmp_path: Path) -> None:
+    # spec-loop add, spec-loop edit and the spec-loop daemon may all open a role's new journal at the same moment.
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(n)], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(8)]
+    results = [(w.communicate(timeout=120), w.returncode) for w in writers]
+    assert all(code == 0 for _, code in results), [err for (_, err), _ in results]
+    keys = {out.strip() for (out, _), _ in results}
+    assert len(keys) == 1 and bytes.fromhex(keys.pop()) == (tmp_path / "role.key").read_bytes()
+    with Journal(tmp_path / "j.db", readonly=True) as journal:
+        verdict = journal.verify(key=(tmp_path / "role.key").read_bytes())
+        assert verdict.ok and verdict.rows == 8 * 20
+        assert len({(r.data["writer"], r.data["index"]) for r in journal.rows("step")}) == 160

@@ -109,7 +109,7 @@ def test_concurrent_changes_are_serialized_and_none_is_lost(ws: Workspace, tmp_p
         drafts.append(path)
     procs = [subprocess.Popen([sys.executable, "-m", "spec_loop", "add", str(p), "--workspace", str(ws.root)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in drafts]
-    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    outputs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
     store = CanonStore(ws.canon)
     assert store.version() == 5
