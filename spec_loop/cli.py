@@ -1,6 +1,7 @@
 """spec-loop: the only writer of canon."""
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -99,7 +100,7 @@ def add(workspace: Path, text_or_file: str, name: str | None) -> None:
     service = _service(workspace)
     path = Path(text_or_file)
     if text_or_file == "-":
-        content, draft_name = click.get_binary_stream("stdin").read(), name or f"draft-{time.strftime('%Y%m%d-%H%M%S')}.md"
+        content, draft_name = sys.stdin.buffer.read(), name or f"draft-{time.strftime('%Y%m%d-%H%M%S')}.md"
     elif path.is_file():
         content, draft_name = path.read_bytes(), name or path.name
     else:

@@ -131,3 +131,9 @@ def test_add_text_from_the_command_line(ws: Workspace) -> None:
     piped = cli("spec-loop", "add", "--name", "more.md", "--workspace", str(ws.root), "-",
                 input=NEW_DOC.replace("EX-1", "EX-2").replace("reverse.py", "rev2.py"))
     assert piped.returncode == 0 and "canon v3" in piped.stdout
+
+
+def test_add_reads_the_draft_from_stdin(ws: Workspace) -> None:
+    result = cli("spec-loop", "add", "-", "--name", "extras.md", "--workspace", str(ws.root), input=NEW_DOC)
+    assert result.returncode == 0, result.stderr
+    assert "accepted extras.md as canon v2 (added EX-1)" in result.stdout
