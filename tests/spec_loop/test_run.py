@@ -8,23 +8,10 @@ from pathlib import Path
 
 from canon.store import CanonStore
 from shared.journal import Journal
-from shared.watch import Watcher
+from tests.helpers.waiting import wait_until
 from tests.helpers.workspaces import example
 
 DOC = "## EX-1: reverse\npaths: textkit/reverse.py\n\nReverses text.\n"
-
-
-def wait_for(folder: Path, predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
-    """Wait on file events in folder until predicate() holds."""
-    with Watcher([(folder, True)], debounce=0.05) as watcher:
-        import time
-
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            watcher.wait(0.5)
-    return True
 
 
 def test_run_takes_drafts_as_they_land_and_a_burst_is_one_intake(tmp_path: Path) -> None:
@@ -34,18 +21,18 @@ def test_run_takes_drafts_as_they_land_and_a_burst_is_one_intake(tmp_path: Path)
         proc = subprocess.Popen([sys.executable, "-m", "spec_loop", "run", "--workspace", str(ws.root)], stdout=out,
                                 stderr=subprocess.STDOUT)
     try:
-        assert wait_for(ws.role_dir("spec"), lambda: "loop.started" in _kinds(ws))
+        assert wait_until(lambda: "loop.started" in _kinds(ws), [ws.role_dir("spec")])
         draft = ws.inbox / "extras.md"
         for end in range(1, len(DOC) + 1, 7):  # an editor saving in pieces: one burst
             draft.write_text(DOC[:end] if end < len(DOC) else DOC)
         draft.write_text(DOC)
         accepted = ws.inbox / "accepted"
-        assert wait_for(accepted, lambda: any(accepted.iterdir())), log.read_text()
+        assert wait_until(lambda: any(accepted.iterdir()), [accepted]), log.read_text()
         assert CanonStore(ws.canon).version() == 2
         assert [p.name for p in accepted.iterdir()] == ["v2-extras.md"]
         (ws.inbox / "bad.md").write_text("## nope\n")
         rejected = ws.inbox / "rejected"
-        assert wait_for(rejected, lambda: (rejected / "bad.md.error").exists())
+        assert wait_until(lambda: (rejected / "bad.md.error").exists(), [rejected])
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
