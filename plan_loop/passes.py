@@ -28,7 +28,8 @@ ITEM_TRAILER = "Banach-Item"
 
 @dataclass(frozen=True)
 class PassReport:
-    seq: int
+    seq: int  # the journal row that started the pass: the id fix_plan, certificates and build refer to
+    number: int  # 1 for the workspace's first pass, 2 for the next: what a person counts
     canon_version: int
     code_commit: str
     residual: int
@@ -42,7 +43,7 @@ class PassReport:
 
     def describe(self) -> str:
         verdict = "CERTIFIED: a fresh pass found nothing" if self.certified else f"residual {self.residual}"
-        return (f"plan pass #{self.seq}: canon v{self.canon_version} x code {self.code_commit[:12]}: {verdict} "
+        return (f"plan pass {self.number}: canon v{self.canon_version} x code {self.code_commit[:12]}: {verdict} "
                 f"({self.checks_run} checks run, {self.checks_memoized} memoized"
                 + (f"; {len(self.unmeasured)} requirement(s) unmeasured" if self.unmeasured else "") + ")")
 
@@ -111,8 +112,9 @@ class PlanService:
             )
             fix_plan_file.write(plan, self.ws.fix_plan_json, self.ws.fix_plan_md)
             certified = len(items) == 0 and fresh
-            report = PassReport(seq, canon.version, code_commit, len(items), tuple(sorted(open_ids)), len(results) - memoized,
-                                memoized, certified, fresh, tuple(unmeasured), tuple(still_open))
+            report = PassReport(seq, self.journal.count("pass") + 1, canon.version, code_commit, len(items),
+                                tuple(sorted(open_ids)), len(results) - memoized, memoized, certified, fresh,
+                                tuple(unmeasured), tuple(still_open))
             self.journal.append("pass", {
                 "started_seq": seq, "canon_version": canon.version, "canon_commit": canon.commit,
                 "code_commit": code_commit, "residual": len(items), "items": sorted(open_ids),

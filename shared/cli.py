@@ -25,15 +25,19 @@ def cli() -> None:
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--example", is_flag=True, help="copy the bundled example (textkit), as 'banach demo' starts it")
+@click.option("--code", "code_source", metavar="REPO", default="",
+              help="clone this git repository (a path or URL) as the code build-loop changes; default: a new, empty repo")
 @click.option("--users", "with_users", is_flag=True, help="use the users backend: create the role accounts (needs root)")
-def init(directory: Path, example: bool, with_users: bool) -> None:
+def init(directory: Path, example: bool, code_source: str, with_users: bool) -> None:
     """Make a new workspace in DIRECTORY: banach.toml, canon, inbox, code, fix_plan and journals.
 
-    Example: banach init ./ws --example
+    Build commits to the clone's current branch; fetch them from DIRECTORY/code when you want them.
+
+    Example: banach init ./ws --code ~/src/myproject   (or: banach init ./ws --example)
     """
     from shared.init import init_workspace
 
-    ws = init_workspace(directory, example=example)
+    ws = init_workspace(directory, example=example, code_source=code_source)
     if with_users:
         from shared.users import setup_users
 

@@ -50,6 +50,15 @@ class GitRepo:
         gitpython.Repo.init(path, initial_branch="main")
         return cls(path)
 
+    @classmethod
+    def clone(cls, source: str, path: Path) -> GitRepo:
+        """A full clone of a repository (a path or a URL, as git takes it) with its files checked out."""
+        try:
+            gitpython.Repo.clone_from(source, path)
+        except gitpython.GitCommandError as exc:
+            raise GitError(f"cannot clone {source}: {str(exc.stderr).strip()}") from None
+        return cls(path)
+
     def _git(self, *args: str, role: str = "build", strip: bool = True) -> str:
         name, email = IDENTITIES.get(role, IDENTITIES["build"])
         env = {

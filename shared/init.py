@@ -43,7 +43,10 @@ def _copy_tree(source: Path, destination: Path) -> None:
             shutil.copyfile(path, target)
 
 
-def init_workspace(root: Path, *, example: bool) -> Workspace:
+def init_workspace(root: Path, *, example: bool, code_source: str = "") -> Workspace:
+    """code_source: a git repository (path or URL) to clone as the code build-loop changes; empty: a new repo."""
+    if example and code_source:
+        raise WorkspaceError("--example brings its own code; leave out --code, or leave out --example")
     root = root.resolve()
     if (root / CONFIG_NAME).exists():
         raise WorkspaceError(f"{root} is already a Banach workspace (it has {CONFIG_NAME}); pick an empty folder")
@@ -57,6 +60,8 @@ def init_workspace(root: Path, *, example: bool) -> Workspace:
         else:
             staging.mkdir()
             (staging / CONFIG_NAME).write_text(EMPTY_CONFIG)
+            if code_source:
+                _clone_code(code_source, staging / "code")
         for item in staging.iterdir():
             item.rename(root / item.name)
         staging.rmdir()
@@ -67,6 +72,17 @@ def init_workspace(root: Path, *, example: bool) -> Workspace:
             shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink()
         raise
     return ws
+
+
+def _clone_code(source: str, destination: Path) -> None:
+    local = Path(source).expanduser()
+    if local.exists():
+        source = str(local.resolve())  # relative to where the person stands, not to the workspace
+    repo = GitRepo.clone(source, destination)
+    if repo.head() is None:
+        raise WorkspaceError(f"{source} has no commits yet; commit once there, then run banach init again")
+    if repo.changes():
+        raise WorkspaceError(f"the clone of {source} has a dirty work tree; check its .gitattributes and filters")
 
 
 def _init_stores(ws: Workspace, *, example: bool) -> None:

@@ -185,6 +185,9 @@ class Journal:
         except sqlite3.Error as exc:
             raise _wrap(exc, self.path, "read rows") from None
 
+    def count(self, kind: str) -> int:
+        return int(self.db.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE kind = ?", [kind]).fetchone()[0])
+
     def last(self, kind: str) -> Row | None:
         cursor = self.db.execute(f"SELECT * FROM {TABLE} WHERE kind = ? ORDER BY seq DESC LIMIT 1", [kind])
         values = cursor.fetchone()

@@ -16,7 +16,7 @@ from shared.workspace import LOOP_ROLES, ROLES, Workspace
 
 def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0, "ladder_climbs": 0,
-              "blocked": 0, "scope_fighting": 0}
+              "blocked": 0, "scope_fighting": 0, "last_agent": ""}
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
         return counts
@@ -29,6 +29,8 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
                 key = {"keep": "keeps", "rollback": "rollbacks", "stall": "stalls", "interrupted": "interrupted"}.get(decision or "")
                 if key:
                     counts[key] += 1
+            elif row.kind == "iteration.started":
+                counts["last_agent"] = row.data.get("agent") or ""
             elif row.kind == "ladder.climb":
                 counts["ladder_climbs"] += 1
             elif row.kind == "item.blocked":
@@ -123,8 +125,10 @@ def render(info: dict[str, Any]) -> str:
         + ("" if not info["fix_plan"] or info["fix_plan"]["current"] else "  (fix_plan is older than the code or canon)"),
         f"certified   {'yes' if info['certified'] else 'no'}",
         f"monitor     {info['diagnosis']}" + (f", q = {info['q']:.2f}" if info["q"] is not None else ""),
-        f"agent       {info['agent']}",
+        f"agent       {info['agent']} (configured)",
     ]
+    if info["build"]["last_agent"]:
+        lines.append(f"last turn   {info['build']['last_agent']}")  # a ladder rung or --agent-command may differ
     if info["unmeasured"]:
         lines.append(f"unmeasured  {', '.join(info['unmeasured'])} (no check: the metric is blind there)")
     b = info["build"]
