@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import shlex
 import sys
@@ -24,6 +25,8 @@ SIMULATED_LABEL = "SIMULATED AGENT (a scripted stand-in for an LLM)"
 class Invocation:
     argv: tuple[str, ...]
     label: str  # what people are told is running
+    state_paths: tuple[Path, ...] = ()  # the CLI's own state, which the sandbox lets it write
+    preset: str = ""  # "" for --agent-command
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,9 @@ _PRESETS: dict[str, tuple[str, tuple[str, ...], str, str]] = {
     "codex": ("codex", ("exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral"), "stdin-dash",
               "--model"),
     # Aider: one message from a file, no auto-commits (the governor commits), no prompts.
-    "aider": ("aider", ("--yes-always", "--no-auto-commits", "--no-stream", "--no-pretty"), "file-flag:--message-file",
+    # --no-gitignore: aider would otherwise add .aider* to .gitignore, an edit outside every item's scope.
+    "aider": ("aider", ("--yes-always", "--no-auto-commits", "--no-gitignore", "--no-stream", "--no-pretty"),
+              "file-flag:--message-file",
               "--model"),
     # Gemini CLI: headless with -p; --yolo approves tool calls.
     "gemini": ("gemini", ("--yolo", "--output-format", "json"), "flag:-p", "--model"),
@@ -69,6 +74,19 @@ _LIMIT_PATTERNS = {
     "command": re.compile(r"usage limit|rate[_ ]limit|too many requests|quota exceeded|RESOURCE_EXHAUSTED", re.IGNORECASE),
     "sim": re.compile(r"SIMULATED RATE LIMIT", re.IGNORECASE),
 }
+# Where each CLI keeps its login, sessions and caches, as its documentation gives them. A CLI that cannot write
+# there under the sandbox fails before it starts; only paths that exist are granted, and nothing else outside
+# the work tree is. agents.NAME.state_paths replaces the list.
+STATE_PATHS: dict[str, tuple[str, ...]] = {
+    "claude": ("$CLAUDE_CONFIG_DIR", "~/.claude", "~/.claude.json", "~/.config/claude"),
+    "codex": ("$CODEX_HOME", "~/.codex"),
+    "aider": ("~/.aider",),
+    "gemini": ("~/.gemini",),
+    "opencode": ("~/.local/share/opencode", "~/.local/state/opencode", "~/.config/opencode", "~/.cache/opencode"),
+    "goose": ("~/.config/goose", "~/.local/share/goose", "~/.local/state/goose"),
+    "pi": ("~/.pi",),
+}
+
 _EPOCH_RESET = re.compile(r"limit reached\|(\d{9,11})")
 _CLOCK_RESET = re.compile(r"resets?(?: at)? (\d{1,2})(?::(\d\d))?\s*(am|pm)?", re.IGNORECASE)
 _IN_RESET = re.compile(r"try again in (\d+)\s*(second|minute|hour)s?", re.IGNORECASE)
@@ -80,6 +98,34 @@ def preset_for(config: Config, name: str) -> AgentPreset:
         return config.agents[name]
     except KeyError:
         raise AgentError(f"no agent preset named '{name}' in banach.toml; defined: {', '.join(sorted(config.agents))}") from None
+
+
+def state_paths(config: Config, name: str) -> tuple[Path, ...]:
+    """The existing paths where agent preset `name` keeps its own state, expanded for this process."""
+    preset = preset_for(config, name)
+    patterns = preset.state_paths if preset.state_paths is not None else STATE_PATHS.get(preset.preset, ())
+    found: list[Path] = []
+    for pattern in patterns:
+        expanded = os.path.expanduser(os.path.expandvars(pattern))
+        if "$" in expanded or not expanded.startswith("/"):
+            continue  # an unset variable, or ~ with no HOME
+        path = Path(expanded)
+        if path.exists():
+            found.append(path.resolve())
+    return tuple(dict.fromkeys(found))
+
+
+def all_state_paths(config: Config) -> tuple[Path, ...]:
+    """What every rung of the ladder may write: build-loop keeps these open for its agents to inherit."""
+    return tuple(dict.fromkeys(path for rung in config.build.rungs for path in state_paths(config, rung)))
+
+
+def preset_env(invocation: Invocation, scratch: Path) -> dict[str, str]:
+    """Settings that keep a CLI's own files out of the work tree, where the fence would count them as edits."""
+    if invocation.preset == "aider":
+        return {"AIDER_CHAT_HISTORY_FILE": str(scratch / ".aider.chat.history.md"),
+                "AIDER_INPUT_HISTORY_FILE": str(scratch / ".aider.input.history")}
+    return {}
 
 
 def invocation(config: Config, name: str, prompt_file: Path, *, override: str = "") -> Invocation:
@@ -96,7 +142,8 @@ def invocation(config: Config, name: str, prompt_file: Path, *, override: str = 
     if preset.preset == "command":
         if not preset.command:
             raise AgentError(f"agent preset '{name}' is 'command' but has no command; set agents.{name}.command")
-        return Invocation((*shlex.split(preset.command), *preset.extra_args), f"command: {preset.command}")
+        return Invocation((*shlex.split(preset.command), *preset.extra_args), f"command: {preset.command}",
+                          state_paths(config, name), "command")
     executable, flags, prompt_mode, model_flag = _PRESETS[preset.preset]
     argv: list[str] = [*(shlex.split(preset.command) if preset.command else [executable]), *flags]
     if preset.model and model_flag:
@@ -111,7 +158,8 @@ def invocation(config: Config, name: str, prompt_file: Path, *, override: str = 
         argv += [prompt_mode.split(":", 1)[1], prompt]
     elif prompt_mode.startswith("file-flag:"):
         argv += [prompt_mode.split(":", 1)[1], str(prompt_file)]
-    return Invocation(tuple(argv), f"{preset.preset}{' ' + preset.model if preset.model else ''}")
+    return Invocation(tuple(argv), f"{preset.preset}{' ' + preset.model if preset.model else ''}",
+                      state_paths(config, name), preset.preset)
 
 
 def read_turn(config: Config, name: str, stdout: str, stderr: str, returncode: int, *, now: float) -> TurnReport:

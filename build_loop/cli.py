@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from build_loop.agents import all_state_paths
 from build_loop.governor import Governor, Options
 from build_loop.report import iteration_text, latest_iteration, summary
 from build_loop.run import serve_build
@@ -21,7 +22,8 @@ turn_timeout_option = click.option("--turn-timeout", type=float, default=None, m
 
 def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, stopper: Stopper | None = None) -> Governor:
     ws = Workspace.open(workspace)
-    click.echo(restrict_self(ws, "build").banner("build-loop"), err=True)
+    agent_state = () if agent_command else all_state_paths(ws.config)
+    click.echo(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"), err=True)
     if not agent_command and ws.config.agents.get(ws.config.build.agent) and ws.config.agents[ws.config.build.agent].preset == "sim":
         click.echo("build-loop: the agent is SIMULATED (a scripted stand-in for an LLM)", err=True)
     return Governor(ws, Options(agent_command, turn_timeout), cancel=stopper.event if stopper else None)

@@ -279,10 +279,11 @@ class Governor:
         agent_prompt = folder / "prompt.md"
         turn_scratch = scratch / "agent"
         turn_scratch.mkdir()
-        argv = sandbox_argv(self.ws, invocation.argv, [self.ws.code, turn_scratch])
+        argv = sandbox_argv(self.ws, invocation.argv, [self.ws.code, turn_scratch, *invocation.state_paths])
         timeout = self.options.turn_timeout or build.turn_timeout
-        turn = run(Request(argv, cwd=self.ws.code, env=self._agent_env(n, item, agent_prompt, turn_scratch),
-                           stdin=prompt, timeout=timeout), reap_orphans=self.subreaper, cancel=self.cancel)
+        env = {**self._agent_env(n, item, agent_prompt, turn_scratch), **agents.preset_env(invocation, turn_scratch)}
+        turn = run(Request(argv, cwd=self.ws.code, env=env, stdin=prompt, timeout=timeout),
+                   reap_orphans=self.subreaper, cancel=self.cancel)
         write_text(folder / "output.txt", turn.stdout + ("\n--- stderr ---\n" + turn.stderr if turn.stderr.strip() else ""))
         preset_name = "" if self.options.agent_command else rung
         report = agents.read_turn(self.ws.config, preset_name, turn.stdout, turn.stderr, turn.returncode, now=time.time())

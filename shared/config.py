@@ -5,7 +5,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from shared.errors import ConfigError
 
@@ -88,6 +88,17 @@ class AgentPreset(Model):
     command: str = Field("", description="for preset 'command': the program line; others: override the executable")
     model: str = Field("", description="model name passed to the CLI, where it takes one")
     extra_args: tuple[str, ...] = Field((), description="appended to the preset's argv")
+    state_paths: tuple[str, ...] | None = Field(
+        None, description="where this CLI keeps its own state (login, sessions), which the sandbox lets it write; "
+        "each starts with ~ or $VAR or /; default: the preset's documented locations")
+
+    @field_validator("state_paths")
+    @classmethod
+    def _absolute(cls, paths: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for path in paths or ():
+            if not path.startswith(("~", "$", "/")):
+                raise ValueError(f"'{path}' must start with ~, $VAR or /: a relative path would depend on the loop's cwd")
+        return paths
 
 
 class SimConfig(Model):

@@ -53,8 +53,9 @@ class Enforcement:
         return f"{program}: isolation {self.backend}: {self.detail}"
 
 
-def restrict_self(ws: Workspace, role: Role) -> Enforcement:
-    """Called first thing by each loop, before any thread starts."""
+def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = ()) -> Enforcement:
+    """Called first thing by each loop, before any thread starts. agent_state: where build's agent CLIs keep
+    their own state; build keeps it writable only so that its agents inherit it."""
     backend = ws.config.isolation.backend
     paths = writable_paths(ws, role)
     for path in paths:
@@ -73,8 +74,9 @@ def restrict_self(ws: Workspace, role: Role) -> Enforcement:
 
         name = check_running_as(ws, role)
         return Enforcement("users", True, f"running as account {name}; writes limited by ownership to {shown}")
-    abi = landlock_restrict(paths)
-    return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}")
+    abi = landlock_restrict([*paths, *agent_state])
+    extra = f"; the agent CLIs' own state: {', '.join(map(str, agent_state))}" if agent_state else ""
+    return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}{extra}")
 
 
 def sandbox_flags(ws: Workspace, writable: list[Path]) -> list[str] | None:

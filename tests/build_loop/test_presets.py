@@ -32,7 +32,7 @@ else:
 CONTRACTS = {
     "claude": (["-p", "--output-format", "json", "--dangerously-skip-permissions", "--model", "M"], "stdin"),
     "codex": (["exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral", "--model", "M", "-"], "stdin"),
-    "aider": (["--yes-always", "--no-auto-commits", "--no-stream", "--no-pretty", "--model", "M", "--message-file"], "file"),
+    "aider": (["--yes-always", "--no-auto-commits", "--no-gitignore", "--no-stream", "--no-pretty", "--model", "M", "--message-file"], "file"),
     "gemini": (["--yolo", "--output-format", "json", "--model", "M", "-p"], "arg"),
     "opencode": (["run", "--model", "M"], "arg"),
     "goose": (["run", "--no-session", "-i"], "file"),
@@ -76,6 +76,8 @@ def test_preset_contract(measured: Workspace, tmp_path: Path, preset: str) -> No
     assert ended is not None and ended.data["decision"] == "stall"  # the fake changed nothing
     if preset == "claude":
         assert ended.data["cost_usd"] == pytest.approx(0.0123)
+    if preset == "aider":  # its history files go to the turn's scratch, not into the work tree
+        assert Path(seen["env"]["AIDER_CHAT_HISTORY_FILE"]).parent == Path(seen["env"]["TMPDIR"])
 
 
 def test_secrets_named_in_config_do_reach_the_agent(measured: Workspace, tmp_path: Path) -> None:
@@ -87,3 +89,50 @@ def test_secrets_named_in_config_do_reach_the_agent(measured: Workspace, tmp_pat
     assert cli("build-loop", "once", "--workspace", str(measured.root), env=env).returncode == 0
     seen = json.loads(record.read_text())["env"]
     assert seen["ANTHROPIC_API_KEY"] == "k" and "OTHER_SECRET" not in seen and "HOME" not in seen
+
+
+STATEFUL_FAKE = """#!{python}
+import json, os, sys
+sys.stdin.read()
+home = os.environ["HOME"]
+results = {{}}
+for name in (".claude/session.json", ".claude.json", "elsewhere.txt"):
+    try:
+        with open(os.path.join(home, name), "a") as handle:
+            handle.write("x")
+        results[name] = "written"
+    except OSError as exc:
+        results[name] = exc.strerror
+with open(os.path.join(home, ".claude", "record.json"), "w") as handle:
+    json.dump(results, handle)
+print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": "done"}}))
+"""
+
+
+@pytest.mark.landlock
+def test_a_cli_may_write_its_own_state_and_nothing_else_in_home(measured_landlock: Workspace, tmp_path: Path) -> None:
+    # A real CLI keeps its login and sessions in HOME and stops when it cannot write there.
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude.json").write_text("{}")
+    fake = tmp_path / "bin" / "claude"
+    fake.parent.mkdir()
+    fake.write_text(STATEFUL_FAKE.format(python=sys.executable))
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    ws = measured_landlock
+    text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
+    ws.config_file.write_text(text + '\n[agents.real]\npreset = "claude"\n')
+    env = {"PATH": f"{fake.parent}:{os.environ['PATH']}", "HOME": str(home)}
+    result = cli("build-loop", "once", "--workspace", str(ws.root), env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"the agent CLIs' own state: {home / '.claude'}, {home / '.claude.json'}" in result.stderr
+    seen = json.loads((home / ".claude" / "record.json").read_text())
+    assert seen == {".claude/session.json": "written", ".claude.json": "written", "elsewhere.txt": "Permission denied"}
+
+
+def test_state_paths_must_not_be_relative(measured: Workspace) -> None:
+    text = measured.config_file.read_text()
+    measured.config_file.write_text(text + '\n[agents.real]\npreset = "codex"\nstate_paths = ["codex-state"]\n')
+    result = cli("build-loop", "once", "--workspace", str(measured.root))
+    assert result.returncode == 1
+    assert "agents.real.state_paths" in result.stderr and "'codex-state' must start with ~, $VAR or /" in result.stderr
