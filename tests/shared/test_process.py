@@ -27,8 +27,9 @@ def test_background_children_do_not_outlive_the_run(tmp_path: Path) -> None:
     script = "sleep 300 & echo $!; setsid sleep 301 & echo $!; exit 0"
     outcome = run(Request(("/bin/sh", "-c", script), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=10, grace=0.2))
     pids = [int(line) for line in outcome.stdout.split()]
-    assert outcome.ok and outcome.reaped >= 2
-    assert not any(alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)  # the guarantee: neither outlives the run
+    # the count is what the first /proc scan saw; under load in CI it once saw 1 of the 2 (the other died anyway)
+    assert outcome.ok and outcome.reaped >= 1
 
 
 def test_a_missing_program_is_an_outcome_not_a_crash(tmp_path: Path) -> None:
