@@ -6,17 +6,26 @@ One interpreter start per plan pass instead of one per check. Kept free of heavy
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-from shared.process import Outcome, Request, run
+from shared.process import Limits, Outcome, Request, run
 
 
 def encode_requests(requests: list[Request]) -> str:
-    return json.dumps([{"argv": list(r.argv), "cwd": str(r.cwd), "env": dict(r.env), "timeout": r.timeout, "grace": r.grace}
+    return json.dumps([{"argv": list(r.argv), "cwd": str(r.cwd), "env": dict(r.env), "timeout": r.timeout, "grace": r.grace,
+                        "limits": dataclasses.asdict(r.limits) if r.limits is not None else None}
                        for r in requests])
+
+
+def _request(row: dict[str, Any]) -> Request:
+    limits = row.get("limits")
+    return Request(tuple(row["argv"]), Path(row["cwd"]), row["env"], "", row["timeout"], row["grace"],
+                   Limits(**limits) if limits is not None else None)
 
 
 def decode_outcomes(text: str, requests: list[Request]) -> list[Outcome]:
@@ -27,7 +36,7 @@ def decode_outcomes(text: str, requests: list[Request]) -> list[Outcome]:
     if not isinstance(rows, list) or len(rows) != len(requests):
         raise ValueError("it returned a different number of outcomes than it was given checks")
     return [Outcome(tuple(r["argv"]), r["returncode"], r["stdout"], r["stderr"], r["started"], r["duration"],
-                    r["timed_out"], r["reaped"]) for r in rows]
+                    r["timed_out"], r["reaped"], r.get("cancelled", False), r.get("capped", "")) for r in rows]
 
 
 def _flag_values(argv: list[str], flag: str) -> list[str]:
@@ -35,19 +44,19 @@ def _flag_values(argv: list[str], flag: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    from shared.sandbox import restrict_writes
+    from shared.sandbox import landlock_features, restrict_writes
 
     jobs = int((_flag_values(argv, "--jobs") or ["1"])[0])
     writable = [Path(p) for p in _flag_values(argv, "--write")]
     hidden = [Path(p) for p in _flag_values(argv, "--hide")]
-    restrict_writes(writable, hidden)
-    requests = [Request(tuple(r["argv"]), Path(r["cwd"]), r["env"], "", r["timeout"], r["grace"])
-                for r in json.loads(sys.stdin.read())]
+    scopes = bool(landlock_features()["scopes"])  # checks may not signal plan-loop or its peers
+    restrict_writes(writable, hidden, scope_signals=scopes, scope_abstract_unix=scopes)
+    # Under Landlock the runner cannot write cgroupfs, so its checks get no cgroup of their own: they share
+    # the one plan runs this whole runner in, and run() falls back to process groups and tags inside it.
+    requests = [_request(r) for r in json.loads(sys.stdin.read())]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         outcomes = list(pool.map(run, requests))
-    json.dump([{"argv": list(o.argv), "returncode": o.returncode, "stdout": o.stdout, "stderr": o.stderr,
-                "started": o.started, "duration": o.duration, "timed_out": o.timed_out, "reaped": o.reaped}
-               for o in outcomes], sys.stdout)
+    json.dump([dataclasses.asdict(o) for o in outcomes], sys.stdout)
     return 0
 
 

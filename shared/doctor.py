@@ -6,7 +6,8 @@ import shutil
 import sys
 from dataclasses import dataclass
 
-from shared.sandbox import landlock_abi
+from shared.cgroups import containment_available
+from shared.sandbox import landlock_abi, landlock_features
 from shared.workspace import Workspace
 
 
@@ -22,6 +23,15 @@ def examine(ws: Workspace | None) -> list[Finding]:
     abi = landlock_abi()
     findings.append(Finding(abi >= 1, f"Landlock: ABI {abi}" if abi else "Landlock: not available",
                             "" if abi else "use Linux >= 5.13 with landlock in CONFIG_LSM, or isolation.backend = 'users'"))
+    if abi:
+        for missing in landlock_features()["missing"]:
+            findings.append(Finding(False, f"Landlock: {missing}", "a newer kernel enforces it; until then it is not held"))
+    lacking = containment_available()
+    findings.append(Finding(not lacking, "cgroups: each agent turn and check runs in its own cgroup, killed whole"
+                            if not lacking else f"cgroups: {lacking}",
+                            "" if not lacking else "run the loops as root or in a delegated cgroup (systemd "
+                            "Delegate=yes); until then a process that leaves its session and clears its environment "
+                            "can outlive its turn, and process and memory limits are not enforced"))
     try:
         import supervisor  # noqa: F401
 
@@ -59,7 +69,7 @@ def examine(ws: Workspace | None) -> list[Finding]:
                                 "and keep the workspace outside private folders"))
         findings.append(Finding(os.geteuid() == 0, "users backend: 'banach up' must run as root",
                                 "" if os.geteuid() == 0 else "run 'sudo banach up'"))
-    for store, path in (("canon", ws.canon / ".git"), ("code", ws.code / ".git")):
+    for store, path in (("canon", ws.canon / ".git"), ("code", ws.code_git)):
         findings.append(Finding(path.exists(), f"{store}: " + ("a git repository" if path.exists() else "not a git repository"),
                                 "" if path.exists() else "create the workspace with 'banach init'"))
     return findings

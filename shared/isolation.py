@@ -5,7 +5,9 @@ Backends:
             children inherit the restriction and may be narrowed further (build's agent, plan's checks).
   users     one system account per role owns its stores; supervisord starts each program as its account.
   none      nothing is enforced, and every start-up line and `banach status` say so.
-Reads are not restricted; the governor's fence and ref guards are the second line behind this one.
+Reads are not restricted, with two exceptions under landlock: a role cannot read another role's receipt key,
+and no role or agent can read the supervisor's credentials (or the config that holds them). The governor's
+fence and ref guards are the second line behind this one.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from shared.errors import IsolationError
 from shared.sandbox import LandlockMissing, restrict_writes
-from shared.workspace import Role, Workspace
+from shared.workspace import ROLES, Role, Workspace
 
 
 def writable_paths(ws: Workspace, role: Role) -> list[Path]:
@@ -30,9 +32,18 @@ def writable_paths(ws: Workspace, role: Role) -> list[Path]:
     return table[role]
 
 
-def landlock_restrict(paths: list[Path]) -> int:
+def hidden_paths(ws: Workspace, role: Role) -> list[Path]:
+    """What a role may not read: the other roles' keys (a role signs only its own receipts) and the supervisor's
+    credentials, with which any process could stop the other loops."""
+    from shared.supervisor import credentials_path
+
+    others = [ws.keys_dir / f"{other}.key" for other in ROLES if other != role]
+    return [*others, credentials_path(ws), ws.supervisor_conf]
+
+
+def landlock_restrict(paths: list[Path], hidden: list[Path] | None = None) -> int:
     try:
-        return restrict_writes(paths)
+        return restrict_writes(paths, hidden or [])
     except LandlockMissing:
         raise IsolationError(
             "isolation.backend is 'landlock' but this kernel has no Landlock (needs Linux >= 5.13 with "
@@ -74,25 +85,39 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
 
         name = check_running_as(ws, role)
         return Enforcement("users", True, f"running as account {name}; writes limited by ownership to {shown}")
-    abi = landlock_restrict([*paths, *agent_state])
+    from shared.journal import load_or_create_key
+
+    # Read rules are given to what exists now: the role's own key must exist before it is the only one left
+    # readable, and every role's folder too, so that a peer's journal created later can still be anchored.
+    load_or_create_key(ws.keys_dir / f"{role}.key")
+    for other in ROLES:
+        ws.role_dir(other).mkdir(parents=True, exist_ok=True)
+    abi = landlock_restrict([*paths, *agent_state], hidden_paths(ws, role))
     extra = f"; the agent CLIs' own state: {', '.join(map(str, agent_state))}" if agent_state else ""
-    return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}{extra}")
+    return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}{extra}; "
+                                         "other roles' keys and the supervisor credentials unreadable")
 
 
 def sandbox_flags(ws: Workspace, writable: list[Path]) -> list[str] | None:
-    """The Landlock wrapper's flags for a child writing only `writable`, the keys hidden; None without Landlock."""
+    """The Landlock wrapper's flags for a child writing only `writable`, the keys and the supervisor's credentials
+    hidden; None without Landlock."""
     if ws.config.isolation.backend != "landlock":
         return None
-    flags = ["--hide", str(ws.keys_dir)]
+    # The whole supervisor folder: the agent needs none of it, and its config holds the socket's password.
+    flags = ["--hide", str(ws.keys_dir), "--hide", str(ws.supervisor_dir)]
     for path in writable:
         flags += ["--write", str(path)]
     return flags
 
 
 def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path]) -> tuple[str, ...]:
-    """Wrap a child's argv so that it runs with writes narrowed to `writable` and the receipt keys
-    unreadable (landlock backend only)."""
+    """Wrap a child's argv so that it runs with writes narrowed to `writable`, the receipt keys unreadable, and no
+    signals or abstract unix sockets to processes outside where the kernel has scopes (landlock backend only).
+    Isolated mode (-I): neither the child's cwd (the work tree) nor PYTHONPATH can put a module before the wrapper's."""
+    from shared.sandbox import landlock_features
+
     flags = sandbox_flags(ws, writable)
     if flags is None:
         return argv
-    return (sys.executable, "-m", "shared.sandbox", *flags, "--", *argv)
+    scope = ["--scope"] if landlock_features()["scopes"] else []
+    return (sys.executable, "-I", "-m", "shared.sandbox", *flags, *scope, "--", *argv)

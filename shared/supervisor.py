@@ -1,20 +1,29 @@
 """The three loops under supervisord: render its config from a template, start, stop, ask for states.
 
 `banach up` renders state/supervisor/supervisord.conf (the workspace referred to through %(here)s)
-and starts supervisord; `supervisorctl -c state/supervisor/supervisord.conf` works against it."""
+and starts supervisord; `supervisorctl -c state/supervisor/supervisord.conf` works against it.
+
+The socket asks for a username and password, made once per workspace into state/supervisor/credentials
+(mode 0600) and copied into the config (mode 0600), because file modes alone do not keep out a process
+running as the same user (or root): the agent could otherwise stop the plan loop. Neither file is
+readable inside a role's or the agent's Landlock sandbox (shared/isolation.py).
+"""
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import secrets
 import subprocess
 import sys
+import tempfile
 import time
 import xmlrpc.client
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
+from shared.atomic import write_text
 from shared.errors import SupervisorError
 from shared.workspace import LOOP_ROLES, Workspace
 
@@ -29,7 +38,42 @@ class ProgramState:
     description: str
 
 
+@dataclass(frozen=True)
+class Credentials:
+    username: str
+    password: str
+
+
+def credentials_path(ws: Workspace) -> Path:
+    return ws.supervisor_dir / "credentials"
+
+
+def credentials(ws: Workspace) -> Credentials:
+    """The socket's username and password, created on first use with mode 0600."""
+    path = credentials_path(ws)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # token_urlsafe has no '%', which supervisord's config would read as an expansion.
+        made = {"username": "banach", "password": secrets.token_urlsafe(32)}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mkstemp creates it 0600
+        try:
+            with os.fdopen(fd, "w") as handle:
+                json.dump(made, handle)
+            with contextlib.suppress(FileExistsError):  # another `banach` made them first: use theirs
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+    try:
+        value = json.loads(path.read_text())
+        return Credentials(str(value["username"]), str(value["password"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SupervisorError(f"{ws.relative(path)} cannot be read as the supervisor's credentials ({exc}). Stop "
+                              "supervisord if it runs, delete the file, and run 'banach up' to make new ones") from None
+
+
 def render_config(ws: Workspace, *, foreground: bool = False, users: dict[str, str] | None = None) -> Path:
+    import jinja2
+
     here = ws.supervisor_dir
     here.mkdir(parents=True, exist_ok=True)
     workspace_from_here = os.path.relpath(ws.root, here)
@@ -39,18 +83,21 @@ def render_config(ws: Workspace, *, foreground: bool = False, users: dict[str, s
         programs.append({"role": role, "command": command, "user": (users or {}).get(role, "")})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    login = credentials(ws)
     text = env.get_template("supervisord.conf.j2").render(
         programs=programs, workspace_from_here=workspace_from_here, foreground=foreground,
-        conf_name=ws.relative(ws.supervisor_conf), user=bool(users))
-    ws.supervisor_conf.write_text(text)
+        conf_name=ws.relative(ws.supervisor_conf), user=bool(users), username=login.username,
+        password=login.password)
+    write_text(ws.supervisor_conf, text)  # 0600 from its first byte: it holds the password
     return ws.supervisor_conf
 
 
 def _proxy(ws: Workspace) -> xmlrpc.client.ServerProxy:
     from supervisor.xmlrpc import SupervisorTransport
 
+    login = credentials(ws)
     socket = ws.supervisor_dir / "supervisor.sock"
-    transport = SupervisorTransport(None, None, f"unix://{socket}")
+    transport = SupervisorTransport(login.username, login.password, f"unix://{socket}")
     return xmlrpc.client.ServerProxy("http://127.0.0.1", transport=transport)
 
 
@@ -60,7 +107,14 @@ def running(ws: Workspace) -> bool:
     try:
         state: dict[str, Any] = _proxy(ws).supervisor.getState()  # type: ignore[assignment]
         return state["statename"] == "RUNNING"
-    except (OSError, xmlrpc.client.Fault, xmlrpc.client.ProtocolError):
+    except xmlrpc.client.ProtocolError as exc:
+        if exc.errcode == 401:  # up() would otherwise take its socket for a stale one and start a second one
+            raise SupervisorError(
+                f"supervisord is running on {ws.relative(ws.supervisor_dir / 'supervisor.sock')} but refuses the "
+                f"credentials in {ws.relative(credentials_path(ws))}; it was started with others. Stop it "
+                f"(kill the pid in {ws.relative(ws.supervisor_dir / 'supervisord.pid')}) and run 'banach up'") from None
+        return False
+    except (OSError, xmlrpc.client.Fault):
         return False
 
 

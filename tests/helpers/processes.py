@@ -35,3 +35,23 @@ def live_descendants(root: int) -> list[int]:
 def alive(pid: int) -> bool:
     stat = _stat(pid)
     return stat is not None and stat[0] not in ("Z", "X")
+
+
+def wait_gone(pid: int, timeout: float = 10.0) -> bool:
+    """Wait for a process that is not our child to end (pidfd: woken by its exit, no polling)."""
+    import select
+
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        ready, _, _ = select.select([pidfd], [], [], timeout)
+        return bool(ready) or not alive(pid)
+    finally:
+        os.close(pidfd)
+
+
+def run_cgroups(cgroup_text: str) -> list[str]:
+    """The run cgroups (".../banach/run-...") named in a /proc/PID/cgroup dump."""
+    return [line.split(":", 2)[2] for line in cgroup_text.splitlines() if "/banach/run-" in line]

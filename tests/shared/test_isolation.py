@@ -60,3 +60,49 @@ def test_startup_line_reports_landlock_abi(tmp_path: Path) -> None:
     result = cli("spec-loop", "once", "--workspace", str(ws.root))
     assert "spec-loop: isolation landlock: Landlock ABI" in result.stderr
     assert "writes limited to canon, inbox, state/spec" in result.stderr
+
+
+READER = """
+import errno, json, sys
+from pathlib import Path
+from shared.isolation import restrict_self
+from shared.journal import Journal
+from shared.workspace import Workspace
+ws, role = Workspace.open(sys.argv[1]), sys.argv[2]
+restrict_self(ws, role)
+out = {}
+for name, path in json.loads(sys.argv[3]).items():
+    try:
+        Path(path).read_bytes()
+        out[name] = "ok"
+    except OSError as exc:
+        out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+with Journal.for_role(ws, role) as journal:  # its own key, and the other journals' heads, are still readable
+    out["anchors"] = sorted(journal.append("probe", {}).anchors)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.landlock
+@pytest.mark.parametrize("role", ["spec", "plan", "build"])
+def test_a_role_reads_only_its_own_key(tmp_path: Path, role: str) -> None:
+    from shared import supervisor
+    from shared.journal import Journal
+
+    ws = example(tmp_path, backend="landlock")
+    supervisor.render_config(ws)  # the credentials and the config that holds them exist, as after `banach up`
+    for other in ("spec", "plan", "build"):
+        if other != role:
+            with Journal.for_role(ws, other) as journal:  # type: ignore[arg-type]
+                journal.append("step", {})
+    targets = {f"{other}.key": ws.keys_dir / f"{other}.key" for other in ("spec", "plan", "build", "monitor")}
+    targets |= {"credentials": supervisor.credentials_path(ws), "supervisord.conf": ws.supervisor_conf,
+                "other journal": ws.journal_path("build" if role != "build" else "plan"), "config": ws.config_file}
+    result = subprocess.run([sys.executable, "-c", READER, str(ws.root), role, targets_json(targets)],  # type: ignore[arg-type]
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    readable = {name for name, verdict in seen.items() if verdict == "ok"}
+    assert readable == {f"{role}.key", "other journal", "config"}, seen
+    assert all(verdict == "EACCES" for name, verdict in seen.items() if name not in readable | {"anchors"}), seen
+    assert seen["anchors"] == sorted(other for other in ("spec", "plan", "build") if other != role)

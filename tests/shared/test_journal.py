@@ -139,3 +139,35 @@ def test_writers_that_start_together_lose_no_row_and_share_one_key(tmp_path: Pat
         verdict = journal.verify(key=(tmp_path / "role.key").read_bytes())
         assert verdict.ok and verdict.rows == 8 * 20
         assert len({(r.data["writer"], r.data["index"]) for r in journal.rows("step")}) == 160
+
+
+def test_a_journal_written_before_anchors_still_verifies_and_grows_anchored_rows(tmp_path: Path) -> None:
+    import hashlib
+    import json
+
+    import sqlite_utils
+
+    from shared.journal import GENESIS, migrations, sign
+
+    path, key = tmp_path / "build" / "journal.db", b"k" * 32
+    path.parent.mkdir()
+    old = sqlite_utils.Database(path)
+    migrations.apply(old, stop_before="m002_anchors")  # the schema as the previous release left it
+    prev = GENESIS
+    for seq in (1, 2):  # rows as the previous release hashed them: no anchors field at all
+        data = json.dumps({"n": seq}, separators=(",", ":"))
+        body = json.dumps({"data": data, "kind": "step", "seq": seq, "ts": 1.5}, sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256((prev + body).encode()).hexdigest()
+        old.execute("INSERT INTO rows (seq, ts, kind, data, prev, hash, receipt) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [seq, 1.5, "step", data, prev, digest, sign(key, digest)])
+        prev = digest
+    old.conn.commit()
+    old.close()
+    with Journal(path, readonly=True) as reader:  # read-only, the file is not migrated: it verifies as it is
+        assert reader.verify(key=key).ok and [r.anchors for r in reader.rows()] == [{}, {}]
+    with filled(tmp_path / "plan" / "journal.db") as plan:
+        plan_head = plan.rows()[-1]
+    with Journal(path, key=key, peers={"plan": tmp_path / "plan" / "journal.db"}) as journal:
+        row = journal.append("step", {"n": 3})
+        assert row.anchors == {"plan": (5, plan_head.hash)} == journal.rows()[-1].anchors
+        assert journal.verify(key=key).ok and journal.verify().rows == 3

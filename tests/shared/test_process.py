@@ -1,10 +1,14 @@
 """The one subprocess runner: budgets, signal escalation, and nothing left running."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
-from shared.process import Request, run
+import pytest
+
+from plan_loop.worker import decode_outcomes, encode_requests
+from shared.process import Limits, Request, run
 from tests.helpers.processes import alive
 from tests.helpers.workspaces import AGENTS
 
@@ -35,3 +39,51 @@ def test_background_children_do_not_outlive_the_run(tmp_path: Path) -> None:
 def test_a_missing_program_is_an_outcome_not_a_crash(tmp_path: Path) -> None:
     outcome = run(Request(("/nonexistent/agent",), cwd=tmp_path, env={}, timeout=5))
     assert outcome.returncode == 127 and "cannot start" in outcome.stderr
+
+
+def test_a_program_with_limits_that_is_missing_is_an_outcome_too(tmp_path: Path) -> None:
+    outcome = run(Request(("no-such-agent-program",), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=5, limits=Limits()))
+    assert outcome.returncode == 127 and "cannot start" in outcome.stderr
+
+
+def test_an_endless_printer_is_stopped_at_its_output_cap_and_only_a_tail_is_kept(tmp_path: Path) -> None:
+    outcome = run(Request((sys.executable, str(AGENTS / "prints_forever.py")), cwd=tmp_path, env={}, timeout=30,
+                          grace=0.2, limits=Limits(output_bytes=2**20)))
+    assert outcome.capped == "output over 1 MiB" and not outcome.ok
+    assert not outcome.timed_out and outcome.duration < 20  # stopped at the cap, not at its budget
+    assert 0 < len(outcome.stdout) <= 2**20 and len(outcome.stderr) <= 2**20
+
+
+def test_a_file_writer_is_stopped_at_the_file_size_limit(tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    outcome = run(Request((sys.executable, str(AGENTS / "writes_big_file.py"), str(big), str(50 * 2**20)), cwd=tmp_path,
+                          env={}, timeout=30, limits=Limits(file_bytes=2**20)))
+    assert big.stat().st_size == 2**20 and "WROTE IT ALL" not in outcome.stdout  # Python ignores SIGXFSZ: EFBIG
+    assert outcome.capped == "file size limit 1 MiB" and outcome.returncode == 1
+    killed = run(Request(("/bin/sh", "-c", f"exec head -c {50 * 2**20} /dev/zero > {tmp_path / 'big2.bin'}"), cwd=tmp_path,
+                         env={"PATH": "/usr/bin:/bin"}, timeout=30, limits=Limits(file_bytes=2**20)))
+    assert killed.returncode == -25 and killed.capped == "file size limit 1 MiB"  # SIGXFSZ
+    assert (tmp_path / "big2.bin").stat().st_size == 2**20
+
+
+def test_limits_do_not_cap_a_run_that_stays_within_them(tmp_path: Path) -> None:
+    outcome = run(Request(("/bin/sh", "-c", "head -c 1000 /dev/zero > small; echo done"), cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin"}, timeout=10,
+                          limits=Limits(max_processes=32, memory_bytes=2**30, file_bytes=4096, output_bytes=4096)))
+    assert outcome.ok and outcome.stdout == "done\n" and outcome.capped == ""
+
+
+@pytest.mark.landlock
+def test_plans_sandboxed_runner_carries_limits_and_caps_both_ways(tmp_path: Path) -> None:
+    """The runner cannot make cgroups under Landlock; output caps and file limits still hold inside it."""
+    requests = [Request((sys.executable, str(AGENTS / "prints_forever.py")), cwd=tmp_path, env={}, timeout=30, grace=0.2,
+                        limits=Limits(output_bytes=64 * 1024)),
+                Request(("/bin/sh", "-c", "echo fine"), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=30)]
+    runner = run(Request((sys.executable, "-m", "plan_loop.worker", "--jobs", "2", "--write", str(tmp_path)), cwd=tmp_path,
+                         env={"PATH": "/usr/bin:/bin"}, stdin=encode_requests(requests), timeout=60,
+                         limits=Limits(output_bytes=16 * 2**20)))
+    assert runner.ok, runner.describe()
+    printer, fine = decode_outcomes(runner.stdout, requests)
+    assert printer.capped == "output over 64 KiB" and not printer.ok
+    assert fine.ok and fine.stdout == "fine\n" and fine.capped == ""
+    assert json.loads(encode_requests(requests))[0]["limits"]["output_bytes"] == 64 * 1024

@@ -15,7 +15,7 @@ from shared import supervisor
 from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.helpers.waiting import wait_until
-from tests.helpers.workspaces import agent, cli, example, git
+from tests.helpers.workspaces import HELPERS, agent, cli, example, git
 
 pytestmark = pytest.mark.slow
 
@@ -99,3 +99,51 @@ def test_sigterm_is_a_clean_journaled_stop(running: Workspace) -> None:
     assert ended and ended[-1].data["decision"] == "abandoned"
     assert git(ws.code, "status", "--porcelain") == ""
     assert rows(ws, "plan", "loop.stopped") and rows(ws, "spec", "loop.stopped")
+
+
+# issue 11, class 8: the control plane is out of the agent's reach ------------------------------------
+def test_the_socket_refuses_a_caller_without_the_password(running: Workspace) -> None:
+    import stat
+    import xmlrpc.client
+
+    from supervisor.xmlrpc import SupervisorTransport
+
+    ws = running
+    url = f"unix://{ws.supervisor_dir / 'supervisor.sock'}"
+    for username, password in ((None, None), ("banach", "guessed")):
+        proxy = xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(username, password, url))
+        with pytest.raises(xmlrpc.client.ProtocolError) as refused:
+            proxy.supervisor.getState()
+        assert refused.value.errcode == 401
+    login = supervisor.credentials(ws)
+    proxy = xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(login.username, login.password, url))
+    state = proxy.supervisor.getState()
+    assert isinstance(state, dict) and state["statename"] == "RUNNING"
+    for secret in (supervisor.credentials_path(ws), ws.supervisor_conf):
+        assert stat.S_IMODE(secret.stat().st_mode) == 0o600, secret
+
+
+@pytest.mark.landlock
+def test_a_sandboxed_agent_can_neither_read_the_credentials_nor_stop_plan(running: Workspace) -> None:
+    from shared.isolation import sandbox_flags
+
+    ws = running
+    assert wait_until(lambda: "plan" in pids(ws), [ws.supervisor_dir], 30)
+    plan_pid = pids(ws)["plan"]
+    flags = sandbox_flags(ws, [ws.code])  # what build gives its agent and plan its checks
+    assert flags is not None
+    attacker = str(HELPERS / "agents" / "hostile" / "supervisor_client.py")
+    result = subprocess.run([sys.executable, "-m", "shared.sandbox", *flags, "--", sys.executable, attacker, str(ws.root)],
+                            capture_output=True, text=True, timeout=60, cwd=ws.code)
+    assert result.returncode == 0, result.stderr
+    assert "READ " not in result.stdout, result.stdout
+    for secret in ("credentials", "supervisord.conf", "build.key"):
+        assert f"DENIED {ws.supervisor_dir if secret != 'build.key' else ws.keys_dir}/{secret}" in result.stdout
+    said = [line for line in result.stdout.splitlines() if line.startswith("SUPERVISOR said")]
+    assert len(said) == 2 and all("401 Unauthorized" in line for line in said), result.stdout
+    assert supervisor.states(ws) and pids(ws).get("plan") == plan_pid  # plan kept running, untouched
+    # the same program outside the sandbox (as the person) finds the password and is obeyed: the probe is real
+    control = subprocess.run([sys.executable, attacker, str(ws.root)], capture_output=True, text=True, timeout=60)
+    assert f"READ {supervisor.credentials_path(ws)}" in control.stdout
+    assert control.stdout.splitlines()[-1].endswith("200 OK"), control.stdout
+    assert wait_until(lambda: "plan" not in pids(ws), [ws.supervisor_dir], 30)
