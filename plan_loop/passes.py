@@ -9,18 +9,20 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from canon.model import Canon
 from canon.store import CanonStore
 from plan_loop import fix_plan as fix_plan_file
 from plan_loop import snapshot
 from plan_loop.agent_oracle import AgentFn
-from plan_loop.fix_plan import FixPlan
+from plan_loop.fix_plan import FixPlan, Item
 from plan_loop.items import items_from_results
-from plan_loop.oracle import build_checks, run_checks
+from plan_loop.oracle import EXCERPT_LINES, check_limits, Check, Result, build_checks, fingerprint, run_checks
+from plan_loop.snapshot import Limits, Snapshot
+from plan_loop.store import PlanStore
 from shared.atomic import file_lock
-from shared.errors import WorkspaceError
-from shared.git import GitRepo
+from shared.errors import ExportError, GitError, WorkspaceError
 from shared.isolation import sandbox_flags
-from shared.journal import Journal, Memo, load_or_create_key
+from shared.journal import Journal, Memo
 from shared.workspace import Workspace
 
 ITEM_TRAILER = "Banach-Item"
@@ -40,21 +42,36 @@ class PassReport:
     fresh: bool
     unmeasured: tuple[str, ...]
     believed_done_still_open: tuple[str, ...]
+    export_error: str = ""  # why (V, C) could not be copied; every measured requirement is then open
 
     def describe(self) -> str:
         verdict = "CERTIFIED: a fresh pass found nothing" if self.certified else f"residual {self.residual}"
         return (f"plan pass {self.number}: canon v{self.canon_version} x code {self.code_commit[:12]}: {verdict} "
                 f"({self.checks_run} checks run, {self.checks_memoized} memoized"
-                + (f"; {len(self.unmeasured)} requirement(s) unmeasured" if self.unmeasured else "") + ")")
+                + (f"; {len(self.unmeasured)} requirement(s) unmeasured" if self.unmeasured else "") + ")"
+                + (f"; the export failed: {self.export_error.splitlines()[0]}" if self.export_error else ""))
+
+
+def unexported_results(canon: Canon, code_commit: str, error: str, timeout: float) -> list[Result]:
+    """A pass whose copy of (V, C) failed measures nothing, and says so: every measured requirement fails
+    one check named "export" with the error as its excerpt. Never memoized, never certified."""
+    excerpt = "\n".join(error.splitlines()[-EXCERPT_LINES:])
+    results = []
+    for req in sorted(canon.requirements.values(), key=lambda r: r.id):
+        if req.measured:
+            check = Check(req.id, "export", (), f"C={code_commit[:12]} V={canon.version}", timeout, "")
+            results.append(Result(check, False, None, False, excerpt, fingerprint(error, False), 0.0, False))
+    return results
 
 
 class PlanService:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.canon = CanonStore(ws.canon)
-        self.code = GitRepo(ws.code)
-        self.journal = Journal(ws.journal_path("plan"), key=load_or_create_key(ws.keys_dir / "plan.key"))
+        self.code = ws.code_repo()
+        self.journal = Journal.for_role(ws, "plan")
         self.memo = Memo(ws.role_dir("plan") / "memo.db")
+        self.store = PlanStore(ws.role_dir("plan") / "objects.git")
 
     def close(self) -> None:
         self.journal.close()
@@ -73,7 +90,10 @@ class PlanService:
         before = previous.data.get("code_commit")
         if not before or before == code_commit or not self.code.is_ancestor(before, code_commit):
             return [], []
-        claimed = {value for _, value in self.code.commits_with_trailer(before, code_commit, ITEM_TRAILER)}
+        try:
+            claimed = {value for _, value in self.code.commits_with_trailer(before, code_commit, ITEM_TRAILER)}
+        except GitError:  # history with missing objects: the pass measures what it can and skips the bias
+            return [], []
         still_open = sorted(claimed & open_items)
         closed_unclaimed = sorted(set(previous.data.get("items", [])) - open_items - claimed)
         return still_open, closed_unclaimed
@@ -89,15 +109,36 @@ class PlanService:
         canon = self.canon.load()
         if canon.version == 0:
             raise WorkspaceError("canon has no version yet; add requirements with 'spec-loop add' or 'spec-loop edit'")
+        config = self.ws.config.plan
         with self.journal.step("pass", {"canon_version": canon.version, "code_commit": code_commit, "fresh": fresh}) as out:
-            snap = snapshot.take(self.ws.role_dir("plan") / "scratch", self.code, code_commit, self.canon.git, canon.commit)
-            checks = build_checks(canon, self.canon.git, self.code, code_commit, self.ws.config.plan.check_timeout)
-            results = run_checks(checks, snap, jobs=self.ws.config.plan.jobs, memo=None if fresh else self.memo,
-                                 sandbox_flags=sandbox_flags(self.ws, [snap.scratch, snap.code]))
-            code_files = set(self.code.files_at(code_commit))
             unmeasured = sorted(r.id for r in canon.requirements.values() if not r.measured)
-            agent_items, rejections, judged = agent(canon, snap, unmeasured) if agent else ([], [], [])
-            unmeasured = sorted(set(unmeasured) - set(judged))
+            agent_items: list[Item] = []
+            rejections: list[str] = []
+            judged: list[str] = []
+            export_error = ""
+            try:
+                snap: Snapshot | None = snapshot.take(
+                    self.ws.role_dir("plan") / "scratch", self.store, self.code, code_commit, self.canon.git,
+                    canon.commit, Limits(config.export_max_bytes, config.export_max_files))
+            except ExportError as exc:
+                snap, export_error = None, str(exc)
+            try:
+                if snap is None:
+                    results = unexported_results(canon, code_commit, export_error, config.check_timeout)
+                    code_files = self._files_or_nothing(code_commit)
+                else:
+                    stored = self.store.repo()  # the copy plan measures: memo keys come from the same objects
+                    checks = build_checks(canon, self.canon.git, stored, code_commit, config.check_timeout)
+                    results = run_checks(checks, snap, jobs=config.jobs, memo=None if fresh else self.memo,
+                                         sandbox_flags=sandbox_flags(self.ws, [snap.scratch]),
+                                         limits=check_limits(self.ws.config))
+                    code_files = set(stored.files_at(code_commit))
+                    if agent:
+                        agent_items, rejections, judged = agent(canon, snap, unmeasured)
+                    unmeasured = sorted(set(unmeasured) - set(judged))
+            finally:
+                if snap is not None:
+                    snapshot.release(snap)
             items = items_from_results(canon, results, code_files, demolish_areas=self.demolish_areas(),
                                        extra=agent_items)
             open_ids = {item.id for item in items}
@@ -111,10 +152,10 @@ class PlanService:
                 agent_rejections=tuple(rejections),
             )
             fix_plan_file.write(plan, self.ws.fix_plan_json, self.ws.fix_plan_md)
-            certified = len(items) == 0 and fresh
+            certified = len(items) == 0 and fresh and not export_error
             report = PassReport(seq, self.journal.count("pass") + 1, canon.version, code_commit, len(items),
                                 tuple(sorted(open_ids)), len(results) - memoized, memoized, certified, fresh,
-                                tuple(unmeasured), tuple(still_open))
+                                tuple(unmeasured), tuple(still_open), export_error)
             self.journal.append("pass", {
                 "started_seq": seq, "canon_version": canon.version, "canon_commit": canon.commit,
                 "code_commit": code_commit, "residual": len(items), "items": sorted(open_ids),
@@ -122,12 +163,21 @@ class PlanService:
                 "checks_run": report.checks_run, "checks_memoized": memoized, "fresh": fresh,
                 "unmeasured": unmeasured, "believed_done_still_open": still_open,
                 "closed_without_claim": closed_unclaimed, "agent_rejections": rejections,
+                "export": ({"error": export_error} if snap is None else
+                           {"code": snap.code_report.as_record() if snap.code_report else None,
+                            "canon": snap.canon_report.as_record() if snap.canon_report else None}),
             })
             if certified:
                 self.journal.append("certificate", {"canon_version": canon.version, "canon_commit": canon.commit,
                                                     "code_commit": code_commit, "pass_seq": seq})
             out.update(outcome="written", residual=len(items))
             return report
+
+    def _files_or_nothing(self, code_commit: str) -> set[str]:
+        try:
+            return set(self.code.files_at(code_commit))
+        except GitError:
+            return set()
 
     def measure(self, *, agent: AgentFn | None = None) -> list[PassReport]:
         """A pass; when it finds nothing on memoized results, a fresh pass to certify it."""

@@ -41,7 +41,7 @@ def serve_plan(service: PlanService, *, echo: Callable[[str], None], stopper: St
                agent: Callable[..., object] | None = None) -> None:
     ws = service.ws
     debounce = ws.config.plan.debounce_seconds
-    watcher = Watcher([(ws.canon / ".git", True), (ws.code / ".git", True)], debounce=debounce, wanted=_is_ref)
+    watcher = Watcher([(ws.canon / ".git", True), (ws.code_repo().git_dir, True)], debounce=debounce, wanted=_is_ref)
     timer = {"last": time.monotonic()}
     service.journal.append("loop.started", {})
 

@@ -1,48 +1,95 @@
-"""Clean, read-only snapshots of (V, C) in plan's scratch space. Made from git objects alone:
-plan never touches the build's work tree, and never writes into either repository."""
+"""Fresh, read-only copies of (V, C) for one plan pass, in plan's scratch space.
+
+Every pass exports into a new folder: a tree a check could have written (a planted conftest.py, a patched
+test) is never measured again. The code comes from plan's own object store (plan_loop.store), canon from
+canon's repository, both through shared.export (objects only: no archive, checkout or attributes). The
+checks' scratch space (their TMPDIR and HOME) is a sibling of the trees, not inside them. After the pass the
+scratch is removed and only the newest KEEP pass folders stay, read-only, for a person to look at.
+
+    state/plan/scratch/pass-<time>-<code>-<canon>/
+        code/    read-only export of C
+        canon/   read-only export of V
+        tmp/     the checks' scratch (removed after the pass)
+"""
 from __future__ import annotations
 
-import shutil
+import contextlib
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from plan_loop.store import PlanStore
+from shared.errors import ExportError
+from shared.export import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, ExportReport, export_commit, remove_tree
 from shared.git import GitRepo
 
-KEEP = 4  # snapshots kept; older ones are removed at the start of a pass
+KEEP = 2  # finished pass folders kept (read-only) for debugging; older ones are removed
+PREFIX = "pass-"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_files: int = DEFAULT_MAX_FILES
 
 
 @dataclass(frozen=True)
 class Snapshot:
     code: Path
     canon: Path
-    scratch: Path  # where checks may write (their TMPDIR)
+    scratch: Path  # where checks may write (their TMPDIR); never inside code or canon
+    folder: Path | None = None  # the pass's own folder, holding all three
+    code_report: ExportReport | None = None  # what each export wrote, and what of the tree it did not
+    canon_report: ExportReport | None = None
 
 
-def _export(repo: GitRepo, rev: str, destination: Path) -> Path:
-    if destination.is_dir() and (destination.parent / f"{destination.name}.done").exists():
-        return destination
-    partial = destination.with_name(destination.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    repo.export(rev, partial)
-    shutil.rmtree(destination, ignore_errors=True)
-    partial.rename(destination)
-    (destination.parent / f"{destination.name}.done").touch()
-    return destination
-
-
-def take(root: Path, code: GitRepo, code_commit: str, canon: GitRepo, canon_commit: str) -> Snapshot:
+def take(root: Path, store: PlanStore, code: GitRepo, code_commit: str, canon: GitRepo, canon_commit: str,
+         limits: Limits = Limits()) -> Snapshot:
+    """Copy C into plan's store, export C and V into a new folder under root. Raises ExportError (and leaves
+    no half-made folder) when either cannot be copied."""
     root.mkdir(parents=True, exist_ok=True)
-    _prune(root)
-    base = root / f"{code_commit[:12]}-{canon_commit[:12]}"
-    code_dir = _export(code, code_commit, base / "code")
-    canon_dir = _export(canon, canon_commit, base / "canon")
-    scratch = base / "tmp"
-    scratch.mkdir(exist_ok=True)
-    base.touch()  # marks it as recently used
-    return Snapshot(code_dir, canon_dir, scratch)
+    prune(root, KEEP - 1)
+    folder = root / f"{PREFIX}{time.time_ns():020d}-{code_commit[:12]}-{canon_commit[:12]}"
+    try:
+        folder.mkdir()
+        stored = store.fetch(code, code_commit)
+        code_report = export_commit(stored, code_commit, folder / "code", max_bytes=limits.max_bytes,
+                                    max_files=limits.max_files)
+        canon_report = export_commit(canon, canon_commit, folder / "canon", max_bytes=limits.max_bytes,
+                                     max_files=limits.max_files)
+        scratch = folder / "tmp"
+        scratch.mkdir()
+        os.chmod(folder, 0o555)  # the trees cannot be swapped for others by a rename in their folder
+    except OSError as exc:
+        remove_tree(folder)
+        raise ExportError(f"cannot prepare plan's snapshot folder {folder}: {exc}") from None
+    except BaseException:
+        remove_tree(folder)
+        raise
+    return Snapshot(folder / "code", folder / "canon", scratch, folder, code_report, canon_report)
 
 
-def _prune(root: Path) -> None:
-    snapshots = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in snapshots[KEEP:]:
-        shutil.rmtree(old, ignore_errors=True)
+def release(snapshot: Snapshot) -> None:
+    """End of the pass: the scratch goes, the read-only trees stay until KEEP newer passes exist. A folder a
+    check mangled (without Landlock it may) is left for the next prune, not turned into a failed pass."""
+    if snapshot.folder is None:
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(snapshot.folder, 0o755)
+        remove_tree(snapshot.scratch)
+        os.chmod(snapshot.folder, 0o555)
+    prune(snapshot.folder.parent, KEEP)
+
+
+def prune(root: Path, keep: int) -> None:
+    """Remove all but the newest `keep` pass folders, and anything else (a previous layout's leftovers)."""
+    if not root.is_dir():
+        return
+    passes = sorted((p for p in root.iterdir() if p.name.startswith(PREFIX) and p.is_dir() and not p.is_symlink()),
+                    key=lambda p: p.name, reverse=True)
+    kept = set(passes[:keep])
+    for entry in root.iterdir():
+        if entry not in kept:
+            with contextlib.suppress(OSError):  # tried again at the next pass
+                remove_tree(entry)

@@ -26,7 +26,7 @@ def fill_code(ws: Workspace, files: int) -> None:
         folder = ws.code / "src" / f"d{index // 500:03d}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{index:05d}.py").write_text(f"X = {index}\n")
-    GitRepo(ws.code).commit_all(f"{files} files", {}, role="init")
+    ws.code_repo().commit_all(f"{files} files", {}, role="init")
 
 
 def timed(action: Callable[[], object], repeat: int) -> list[float]:

@@ -46,6 +46,14 @@ class PlanConfig(Model):
     replan_on_canon_change: bool = Field(True, description="re-plan when canon gets a new version")
     replan_interval_seconds: float = Field(0.0, ge=0, description="also re-plan on this timer; 0 disables it")
     debounce_seconds: float = Field(0.3, ge=0, description="ref changes within this window are one trigger")
+    export_max_bytes: int = Field(
+        2 * 1024**3, gt=0,
+        description="bytes of files a commit may hold for plan to copy it; a larger one is measured as failing",
+    )
+    export_max_files: int = Field(
+        200_000, gt=0,
+        description="files a commit may hold for plan to copy it; one with more is measured as failing",
+    )
 
 
 class SensorConfig(Model):
@@ -74,6 +82,15 @@ class BuildConfig(Model):
     max_seconds: float = Field(0.0, ge=0, description="stop the run after this much wall-clock time; 0: no limit")
     max_cost_usd: float = Field(0.0, ge=0, description="stop when reported agent cost exceeds this; 0: no limit")
     idle_poll_seconds: float = Field(5.0, gt=0, description="how often an idle build-loop looks for a new fix_plan")
+    max_file_bytes: int = Field(10 * 2**20, gt=0, description="a file the agent writes past this size is removed and the "
+                                "turn recorded as hostile; also the agent's RLIMIT_FSIZE")
+    max_changed_paths: int = Field(5000, gt=0, description="a turn that changes more paths than this is rolled back whole")
+    max_output_bytes: int = Field(10 * 2**20, gt=0, description="what an agent turn or a sensor may print; past it "
+                                  "the output is cut and the turn capped")
+    max_processes: int = Field(512, gt=0, description="processes one agent turn or sensor may have at once "
+                               "(needs a pids cgroup; see banach doctor)")
+    max_memory_bytes: int = Field(8 * 2**30, gt=0, description="memory of one agent turn or sensor, all its processes "
+                                  "together (needs a memory cgroup; see banach doctor)")
 
     @property
     def rungs(self) -> tuple[str, ...]:

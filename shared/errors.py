@@ -40,3 +40,7 @@ class SupervisorError(BanachError):
 
 class LockBusy(BanachError):
     """Another process holds a lock this step needs."""
+
+
+class ExportError(BanachError):
+    """A commit could not be copied into a fresh tree: a limit passed, objects missing, the repository corrupt."""

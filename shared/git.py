@@ -1,8 +1,17 @@
-"""The one module that talks to git (through gitpython). Everything else passes our own values."""
+"""The one module that talks to git. Everything else passes our own values.
+
+Every git command Banach runs goes through `hardened_command`: a fixed configuration in which nothing
+the repository or the work tree says is executed or honoured as settings. No system or global config,
+no hooks, no fsmonitor, no attributes from the tree (drivers, filters, eol and export rules are unset
+by our own info/attributes, which outranks .gitattributes), no pager, no prompts, no replace refs, no
+optional locks, and a time limit. The code repository's git directory lives in build's state, outside
+the work tree the agent writes; a `.git` the agent makes in the work tree is just an out-of-scope path.
+"""
 from __future__ import annotations
 
-import io
-import tarfile
+import os
+import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,8 +24,107 @@ IDENTITIES = {
     "build": ("banach-build", "build@banach.invalid"),
     "init": ("banach-init", "init@banach.invalid"),
 }
-# Repositories may be owned by another role's account (users backend); reading them is still our job.
-_SAFE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
+GIT_TIMEOUT = 300.0  # seconds for one git command; a repository that needs longer is not one we can govern
+
+# Command-line scope (GIT_CONFIG_COUNT): outranks every config file, including the repository's own.
+HARDENED_CONFIG: tuple[tuple[str, str], ...] = (
+    ("safe.directory", "*"),  # stores may be owned by another role's account (users backend)
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.untrackedCache", "false"),
+    ("core.attributesFile", "/dev/null"),
+    ("core.excludesFile", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "false"),
+    ("core.askPass", ""),
+    ("core.sshCommand", "false"),
+    ("core.symlinks", "true"),
+    ("core.trustctime", "true"),
+    ("core.checkStat", "default"),
+    ("core.autocrlf", "false"),
+    ("core.safecrlf", "false"),
+    ("core.sparseCheckout", "false"),
+    ("core.splitIndex", "false"),
+    ("core.worktree", ""),
+    ("diff.external", ""),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("log.showSignature", "false"),
+    ("color.ui", "false"),
+    ("submodule.recurse", "false"),
+    ("protocol.allow", "never"),
+    ("protocol.file.allow", "always"),
+    ("uploadpack.packObjectsHook", ""),
+    ("init.templateDir", ""),
+    ("advice.detachedHead", "false"),
+    ("feature.manyFiles", "false"),
+    ("index.skipHash", "false"),
+    ("extensions.worktreeConfig", "false"),
+)
+# Every attribute that makes git run or transform something, unset ahead of anything in the tree.
+NEUTRAL_ATTRIBUTES = "* !text !eol !crlf !filter !diff !merge !ident !working-tree-encoding !export-subst !export-ignore\n"
+_SCRUBBED_PREFIXES = ("GIT_",)
+
+
+def hardened_env(*, git_dir: Path, work_tree: Path | None = None, index_file: Path | None = None,
+                 extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a git child: nothing inherited that git reads (GIT_*), plus our config."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(_SCRUBBED_PREFIXES)}
+    env.update({
+        "GIT_DIR": str(git_dir),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_SYSTEM": "/dev/null",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "GIT_LITERAL_PATHSPECS": "1",
+        "GIT_CEILING_DIRECTORIES": "/",
+        "GIT_TEMPLATE_DIR": "",
+        "GIT_PROTOCOL_FROM_USER": "0",
+        "LC_ALL": "C",
+        "LANGUAGE": "C",
+        "GIT_CONFIG_COUNT": str(len(HARDENED_CONFIG)),
+    })
+    for index, (key, value) in enumerate(HARDENED_CONFIG):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    if work_tree is not None:
+        env["GIT_WORK_TREE"] = str(work_tree)
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = str(index_file)
+    env.update(extra or {})
+    return env
+
+
+def hardened_command(args: list[str] | tuple[str, ...], *, git_dir: Path, work_tree: Path | None = None,
+                     cwd: Path | None = None, input: bytes | None = None, index_file: Path | None = None,
+                     extra_env: Mapping[str, str] | None = None, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[bytes]:
+    """Run one git command under the hardened configuration. Git is the one child Banach trusts to
+    leave no processes behind (no hooks, helpers or pagers can start), so it runs without the reaper."""
+    env = hardened_env(git_dir=git_dir, work_tree=work_tree, index_file=index_file, extra=extra_env)
+    argv = ["git", "--no-pager", "--no-replace-objects", *args]
+    try:
+        return subprocess.run(argv, cwd=cwd or work_tree or git_dir, env=env, input=input, capture_output=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]} took longer than {timeout:g}s in {work_tree or git_dir}; stopped it") from None
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc}. Install git and put it on PATH.") from None
+
+
+def protect_git_dir(git_dir: Path) -> None:
+    """Our own info/attributes: unset every attribute that would make git run or rewrite something."""
+    info = git_dir / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    target = info / "attributes"
+    if not target.exists() or target.read_text() != NEUTRAL_ATTRIBUTES:
+        target.write_text(NEUTRAL_ATTRIBUTES)
 
 
 @dataclass(frozen=True)
@@ -32,78 +140,123 @@ class RefState:
 @dataclass(frozen=True)
 class Change:
     path: str
-    status: str  # git porcelain XY, "??" for untracked
+    status: str  # git porcelain XY: "??" untracked, "!!" ignored
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of a snapshot to commit: git mode ("100644", "100755", "120000") and blob id."""
+
+    mode: str
+    blob: str
 
 
 class GitRepo:
-    def __init__(self, path: Path) -> None:
+    """A repository: its git directory, and the work tree it checks out (None for a bare store)."""
+
+    def __init__(self, path: Path, *, git_dir: Path | None = None) -> None:
         self.path = path
-        try:
-            self._repo = gitpython.Repo(path)
-        except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError):
-            raise GitError(f"{path} is not a git repository") from None
-        self._repo.git.update_environment(**_SAFE)
+        self.git_dir = git_dir if git_dir is not None else path / ".git"
+        if not (self.git_dir / "HEAD").exists():
+            raise GitError(f"{path} is not a git repository (no git directory at {self.git_dir})")
 
     @classmethod
-    def init(cls, path: Path) -> GitRepo:
+    def init(cls, path: Path, *, git_dir: Path | None = None, bare: bool = False) -> GitRepo:
+        git_dir = git_dir if git_dir is not None else path / ".git"
         path.mkdir(parents=True, exist_ok=True)
-        gitpython.Repo.init(path, initial_branch="main")
-        return cls(path)
+        git_dir.mkdir(parents=True, exist_ok=True)
+        args = ["init", "-q", "--initial-branch=main"] + (["--bare"] if bare else [])
+        result = hardened_command(args, git_dir=git_dir, work_tree=None if bare else path, cwd=path)
+        if result.returncode != 0:
+            raise GitError(f"cannot create a git repository at {git_dir}: {result.stderr.decode(errors='replace').strip()}")
+        if not bare:
+            hardened_command(["config", "core.bare", "false"], git_dir=git_dir)
+        protect_git_dir(git_dir)
+        return cls(path, git_dir=git_dir)
 
     @classmethod
-    def clone(cls, source: str, path: Path) -> GitRepo:
-        """A full clone of a repository (a path or a URL, as git takes it) with its files checked out."""
+    def clone(cls, source: str, path: Path, *, git_dir: Path | None = None) -> GitRepo:
+        """A full clone of a repository (a path or a URL, as git takes it) with its files checked out.
+        With git_dir, the git directory is kept there and the work tree gets no .git of its own."""
+        git_dir = git_dir if git_dir is not None else path / ".git"
+        env = hardened_env(git_dir=git_dir)
+        del env["GIT_DIR"]
+        options = ["--no-checkout", "--no-hardlinks"] + ([f"--separate-git-dir={git_dir}"] if git_dir != path / ".git" else [])
         try:
-            gitpython.Repo.clone_from(source, path)
+            gitpython.Repo.clone_from(source, path, multi_options=options, env=env)
         except gitpython.GitCommandError as exc:
             raise GitError(f"cannot clone {source}: {str(exc.stderr).strip()}") from None
-        return cls(path)
+        gitfile = path / ".git"
+        if git_dir != gitfile and gitfile.is_file():
+            gitfile.unlink()
+        repo = cls(path, git_dir=git_dir)
+        protect_git_dir(git_dir)
+        repo._git("config", "--unset-all", "core.worktree", check=False)
+        repo._git("reset", "-q", "--hard", "HEAD", check=False)
+        return repo
 
-    def _git(self, *args: str, role: str = "build", strip: bool = True) -> str:
+    @classmethod
+    def adopt(cls, path: Path, git_dir: Path) -> GitRepo:
+        """Open the repository whose git directory belongs at git_dir, moving a .git out of the work tree
+        first (a workspace made before the git directory moved out of the agent's reach)."""
+        inside = path / ".git"
+        if not (git_dir / "HEAD").exists() and inside.is_dir() and (inside / "HEAD").exists():
+            git_dir.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(inside, git_dir)
+            hardened_command(["config", "--unset-all", "core.worktree"], git_dir=git_dir)
+        protect_git_dir(git_dir)
+        return cls(path, git_dir=git_dir)
+
+    def command(self, *args: str, input: bytes | None = None, index_file: Path | None = None,
+                role: str = "build") -> subprocess.CompletedProcess[bytes]:
         name, email = IDENTITIES.get(role, IDENTITIES["build"])
-        env = {
-            "GIT_AUTHOR_NAME": name,
-            "GIT_AUTHOR_EMAIL": email,
-            "GIT_COMMITTER_NAME": name,
-            "GIT_COMMITTER_EMAIL": email,
-        }
-        try:
-            with self._repo.git.custom_environment(**env):
-                out: str = self._repo.git.execute(["git", *args], strip_newline_in_stdout=strip)
-                return out
-        except gitpython.GitCommandError as exc:
-            stderr = str(exc.stderr).strip()
+        identity = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+                    "GIT_COMMITTER_EMAIL": email}
+        work_tree = None if self.path == self.git_dir else self.path
+        return hardened_command(list(args), git_dir=self.git_dir, work_tree=work_tree, input=input,
+                                index_file=index_file, extra_env=identity)
+
+    def _git(self, *args: str, role: str = "build", strip: bool = True, check: bool = True,
+             input: bytes | None = None, index_file: Path | None = None) -> str:
+        result = self.command(*args, input=input, index_file=index_file, role=role)
+        if result.returncode != 0 and check:
+            stderr = result.stderr.decode("utf-8", errors="replace").strip()
             hint = ""
             if ".lock" in stderr and "exists" in stderr:
                 hint = ("\nA git lock file was left behind (a git process died mid-write). If no git process is running "
                         "on this repository, remove the .lock file named above and run the command again.")
-            raise GitError(f"git {args[0]} failed in {self.path}:\n{stderr}{hint}") from None
+            raise GitError(f"git {args[0]} failed in {self.path}:\n{stderr}{hint}")
+        out = result.stdout.decode("utf-8", errors="surrogateescape")
+        return out.rstrip("\n") if strip else out
 
     # reading -----------------------------------------------------------------------------------
     def head(self) -> str | None:
-        try:
-            return self._git("rev-parse", "--verify", "-q", "HEAD")
-        except GitError:
-            return None
+        out = self._git("rev-parse", "--verify", "-q", "HEAD", check=False)
+        return out or None
+
+    def resolve(self, rev: str) -> str:
+        return self._git("rev-parse", "--verify", "-q", rev, check=False)
 
     def tree_id(self, rev: str, path: str = "") -> str:
         spec = f"{rev}:{path}" if path else f"{rev}^{{tree}}"
-        try:
-            return self._git("rev-parse", spec)
-        except GitError:
-            return ""
+        return self._git("rev-parse", "--verify", "-q", spec, check=False)
 
-    def blob_ids(self, rev: str) -> dict[str, str]:
-        out = self._git("ls-tree", "-r", "-z", rev, strip=False)
-        result: dict[str, str] = {}
-        for entry in out.split("\0"):
-            if entry:
-                meta, name = entry.split("\t", 1)
-                result[name] = meta.split()[2]
+    def tree_entries(self, rev: str) -> dict[str, Entry]:
+        """Every file of a commit: path -> (mode, blob). Gitlinks (submodules) have mode 160000."""
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", rev, strip=False)
+        result: dict[str, Entry] = {}
+        for record in out.split("\0"):
+            if record:
+                meta, name = record.split("\t", 1)
+                mode, _kind, blob = meta.split()
+                result[name] = Entry(mode, blob)
         return result
 
+    def blob_ids(self, rev: str) -> dict[str, str]:
+        return {path: entry.blob for path, entry in self.tree_entries(rev).items()}
+
     def files_at(self, rev: str) -> list[str]:
-        return sorted(self.blob_ids(rev))
+        return sorted(self.tree_entries(rev))
 
     def trailer(self, rev: str, key: str) -> str:
         return self._git("log", "-1", f"--format=%(trailers:key={key},valueonly)", rev).strip()
@@ -123,41 +276,37 @@ class GitRepo:
         span = f"{since}..{until}" if since else until
         try:
             return int(self._git("rev-list", "--count", span))
-        except GitError:
+        except (GitError, ValueError):
             return 0
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        try:
-            self._git("merge-base", "--is-ancestor", older, newer)
-            return True
-        except GitError:
-            return False
+        return self.command("merge-base", "--is-ancestor", older, newer).returncode == 0
+
+    def commit_parts(self, rev: str) -> tuple[str, tuple[str, ...]]:
+        """(tree, parents) of a commit, or ("", ()) when there is none."""
+        out = self._git("log", "-1", "--format=%T %P", rev, check=False).split()
+        return (out[0], tuple(out[1:])) if out else ("", ())
 
     def show(self, rev: str, path: str) -> str | None:
-        try:
-            return self._git("show", f"{rev}:{path}", strip=False)
-        except GitError:
-            return None
+        result = self.command("show", f"{rev}:{path}")
+        return result.stdout.decode("utf-8", errors="replace") if result.returncode == 0 else None
 
     def log(self, fmt: str, *args: str) -> str:
         return self._git("log", f"--format={fmt}", *args)
 
     def diff_names(self, older: str, newer: str) -> list[str]:
-        return [p for p in self._git("diff", "--name-only", older, newer).splitlines() if p]
+        return [p for p in self._git("diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z", older, newer,
+                                     strip=False).split("\0") if p]
 
     def export(self, rev: str, destination: Path) -> None:
-        """A clean checkout of rev into destination, reading only the object database."""
-        data = self._repo.git.execute(["git", "archive", "--format=tar", rev], stdout_as_string=False)
-        destination.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-            archive.extractall(destination, filter="data")
+        """A clean copy of rev into destination, from the object database alone (see shared.export)."""
+        from shared.export import export_commit
+
+        export_commit(self, rev, destination)
 
     # the guards' view ----------------------------------------------------------------------------
     def ref_state(self) -> RefState:
-        try:
-            symbolic = self._git("symbolic-ref", "-q", "HEAD")
-        except GitError:
-            symbolic = ""
+        symbolic = self._git("symbolic-ref", "-q", "HEAD", check=False)
         refs = self._git("for-each-ref", "--format=%(refname) %(objectname)")
         pairs = tuple(sorted((name, sha) for name, _, sha in (line.partition(" ") for line in refs.splitlines() if line)))
         return RefState(symbolic, self.head() or "", pairs, self.hidden_paths())
@@ -186,41 +335,129 @@ class GitRepo:
         if hidden:  # one flag per call: given both, git applies only the last
             self._git("update-index", "--no-skip-worktree", "--", *hidden)
             self._git("update-index", "--no-assume-unchanged", "--", *hidden)
-        stash = self.path / ".git" / "logs" / "refs" / "stash"
+        stash = self.git_dir / "logs" / "refs" / "stash"
         if "refs/stash" not in wanted and stash.exists():
             stash.unlink()
 
     def changes(self) -> list[Change]:
-        out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", strip=False)
+        """Every path that differs from HEAD, untracked and ignored ones included."""
+        out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=traditional",
+                        "--no-renames", "--ignore-submodules=none", strip=False)
         return [Change(entry[3:], entry[:2]) for entry in out.split("\0") if len(entry) > 3]
 
     def revert_path(self, rev: str, path: str) -> None:
-        if self.show(rev, path) is not None:
+        """Put one path back as it is in rev (or remove it), whatever it is now: file, link or folder."""
+        target = self.path / path
+        if target.is_symlink() or target.exists() and not target.is_dir():
+            target.unlink()
+        elif target.is_dir():
+            import shutil
+
+            shutil.rmtree(target)
+        self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", path)
+        if path in self.tree_entries_of(rev, path):
             self._git("checkout", rev, "--", path)
-        else:
-            target = self.path / path
-            if target.is_symlink() or target.is_file():
-                target.unlink()
-            self._git("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+
+    def tree_entries_of(self, rev: str, path: str) -> set[str]:
+        out = self._git("ls-tree", "-z", "--name-only", rev, "--", path, strip=False)
+        return {p for p in out.split("\0") if p}
 
     def rollback(self, rev: str) -> None:
+        """The work tree becomes exactly rev: tracked files reset, everything else (ignored too) removed."""
         self._git("reset", "-q", "--hard", rev)
-        self._git("clean", "-q", "-fd")
+        self._git("clean", "-q", "-ffdx")
+
+    CONTROL_FILES = ("config", "info/attributes", "info/exclude", "objects/info/alternates", "commondir", "shallow")
+
+    def control_files(self) -> dict[str, bytes | None]:
+        """The git directory's files that steer git: what the guards restore if anything but build changed them."""
+        found: dict[str, bytes | None] = {}
+        for name in self.CONTROL_FILES:
+            try:
+                found[name] = (self.git_dir / name).read_bytes()
+            except OSError:
+                found[name] = None
+        return found
+
+    def restore_control_files(self, saved: dict[str, bytes | None]) -> list[str]:
+        """Put the control files back as saved; returns the ones that had changed."""
+        changed = []
+        for name, content in saved.items():
+            path = self.git_dir / name
+            try:
+                current: bytes | None = path.read_bytes()
+            except OSError:
+                current = None
+            if current == content:
+                continue
+            changed.append(name)
+            if content is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(content)
+        return changed
 
     # writing -----------------------------------------------------------------------------------
+    def hash_files(self, paths: list[str]) -> dict[str, Entry]:
+        """Store the current content of work-tree paths as blobs: path -> (mode, blob). Links are stored as
+        links; the caller has made sure each path is a regular file or a link."""
+        result: dict[str, Entry] = {}
+        regular = []
+        for path in paths:
+            full = self.path / path
+            if full.is_symlink():
+                blob = self._git("hash-object", "-w", "--stdin", input=os.fsencode(os.readlink(full)))
+                result[path] = Entry("120000", blob)
+            else:
+                regular.append(path)
+        if regular:
+            listing = "".join(str(self.path / p) + "\n" for p in regular).encode("utf-8", errors="surrogateescape")
+            blobs = self._git("hash-object", "-w", "--no-filters", "--stdin-paths", input=listing).splitlines()
+            for path, blob in zip(regular, blobs, strict=True):
+                executable = os.stat(self.path / path).st_mode & 0o111
+                result[path] = Entry("100755" if executable else "100644", blob)
+        return result
+
+    def commit_entries(self, parent: str, entries: dict[str, Entry | None], message: str, trailers: dict[str, str],
+                       *, role: str) -> tuple[str, str]:
+        """Make (but do not yet publish) a commit: parent's tree with `entries` applied (None removes a path).
+        Returns (commit, tree). The work tree and the index are not read."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="banach-index-") as scratch:
+            index = Path(scratch) / "index"
+            self._git("read-tree", parent, index_file=index)
+            info = "".join(f"{e.mode} {e.blob}\t{p}\0" if e else f"0 {'0' * 40}\t{p}\0" for p, e in sorted(entries.items()))
+            if info:
+                self._git("update-index", "-z", "--index-info", input=info.encode("utf-8", errors="surrogateescape"),
+                          index_file=index)
+            tree = self._git("write-tree", index_file=index)
+        body = message.rstrip() + "\n"
+        if trailers:
+            body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+        commit = self._git("commit-tree", tree, "-p", parent, "-F", "-", input=body.encode(), role=role)
+        return commit, tree
+
+    def publish(self, commit: str, expected: str) -> None:
+        """Move the current branch to commit, only if it still points at expected; then make the work tree
+        and index exactly that commit."""
+        self._git("update-ref", "-m", "banach: kept", "HEAD", commit, expected)
+        self.rollback(commit)
+
     def commit_all(self, message: str, trailers: dict[str, str], *, role: str, allow_empty: bool = False) -> str:
         self._git("add", "-A")
         body = message.rstrip() + "\n"
         if trailers:
             body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
-        args = ["commit", "-q", "--no-verify", "-m", body]
+        args = ["commit", "-q", "--no-verify", "-F", "-"]
         if allow_empty:
             args.append("--allow-empty")
-        self._git(*args, role=role)
+        self._git(*args, role=role, input=body.encode())
         head = self.head()
         assert head is not None
         return head
 
 
-def is_repo(path: Path) -> bool:
-    return (path / ".git").exists()
+def is_repo(path: Path, git_dir: Path | None = None) -> bool:
+    return ((git_dir if git_dir is not None else path / ".git") / "HEAD").exists()

@@ -103,7 +103,10 @@ def _init_stores(ws: Workspace, *, example: bool) -> None:
         ids = sorted(r.id for rel, text in canon_files.items() if rel.endswith(".md")
                      for r in parse_document(text or "", rel).requirements)
         store.commit(canon_files, "the bundled example", {"added": ids})
-    code = GitRepo.init(ws.code) if not (ws.code / ".git").exists() else GitRepo(ws.code)
+    if (ws.code / ".git").exists() or ws.code_git.exists():
+        code = GitRepo.adopt(ws.code, ws.code_git)
+    else:
+        code = GitRepo.init(ws.code, git_dir=ws.code_git)
     if code.head() is None:
         if not any(p for p in ws.code.iterdir() if p.name != ".git"):
             (ws.code / "README.md").write_text("# code\n\nThe code repository build-loop writes.\n")

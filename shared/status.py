@@ -44,7 +44,7 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
 
 def status(ws: Workspace) -> dict[str, Any]:
     canon_version = CanonStore(ws.canon).version()
-    code = GitRepo(ws.code)
+    code = ws.code_repo()
     head = code.head()
     try:
         plan = fix_plan_file.read(ws.fix_plan_json)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from shared.config import CONFIG_NAME, Config, load_config
+
+if TYPE_CHECKING:
+    from shared.git import GitRepo
 
 Role = Literal["spec", "plan", "build", "monitor"]
 ROLES: tuple[Role, ...] = ("spec", "plan", "build", "monitor")
@@ -34,6 +37,21 @@ class Workspace:
     @property
     def code(self) -> Path:
         return self.root / self.config.paths.code
+
+    @property
+    def code_git(self) -> Path:
+        """The code repository's git directory: in build's state, out of the agent's reach (the agent writes
+        the work tree, never the refs, index, hooks or config that judge it)."""
+        return self.role_dir("build") / "code.git"
+
+    def code_repo(self) -> GitRepo:
+        """The code repository, for reading. A workspace made before the git directory moved to build's state
+        is read where it is until build-loop moves it (build is the only role that writes there)."""
+        from shared.git import GitRepo
+
+        if not (self.code_git / "HEAD").exists() and (self.code / ".git" / "HEAD").exists():
+            return GitRepo(self.code)
+        return GitRepo(self.code, git_dir=self.code_git)
 
     @property
     def inbox(self) -> Path:

@@ -22,7 +22,8 @@ def check_canon(ws: Workspace) -> tuple[list[str], int]:
         return problems + [str(exc)], store.version()
     except CanonError as exc:
         return problems + [str(exc)], 0
-    code_files = GitRepo(ws.code).files_at("HEAD") if is_repo(ws.code) and GitRepo(ws.code).head() else []
+    code = ws.code_repo() if is_repo(ws.code, ws.code_git) or is_repo(ws.code) else None
+    code_files = code.files_at("HEAD") if code is not None and code.head() else []
     found = reconcile(list(canon.documents), previous={}, replaced={}, test_sources=store.test_sources(),
                       code_files=code_files)
     return problems + [str(p) for p in found], canon.version

@@ -9,7 +9,7 @@ from canon.model import Document
 from canon.store import CanonStore
 from shared.atomic import file_lock
 from shared.git import GitRepo, is_repo
-from shared.journal import Journal, load_or_create_key
+from shared.journal import Journal
 from shared.workspace import Workspace
 from spec_loop.draft import Draft, Review, review
 
@@ -39,7 +39,7 @@ class SpecService:
 
         self.reconcile_command = command_for(ws, reconcile_agent)
         self.store = CanonStore(ws.canon)
-        self.journal = Journal(ws.journal_path("spec"), key=load_or_create_key(ws.keys_dir / "spec.key"))
+        self.journal = Journal.for_role(ws, "spec")
         self.notices: list[str] = []  # things a person should hear about the last decision
 
     def close(self) -> None:
@@ -61,9 +61,9 @@ class SpecService:
                                               "files": dirty, "version": self.store.version()})
 
     def code_files(self) -> list[str]:
-        if not is_repo(self.ws.code):
+        if not (is_repo(self.ws.code, self.ws.code_git) or is_repo(self.ws.code)):
             return []
-        repo = GitRepo(self.ws.code)
+        repo = self.ws.code_repo()
         return repo.files_at("HEAD") if repo.head() else []
 
     def _semantic(self, documents: list[Document]) -> list[str]:

@@ -48,7 +48,7 @@ def test_a_cloned_repository_is_changed_certified_and_fetched_back(tmp_path: Pat
     assert f"last turn   command: {AGENT}" in status.stdout
     assert json.loads(cli("banach", "status", "--json", "--workspace", str(ws)).stdout)["certified"] is True
 
-    git(mine, "fetch", "-q", str(ws / "code"), "main")
+    git(mine, "fetch", "-q", str(ws / "state" / "build" / "code.git"), "main")
     trailers = git(mine, "log", "-1", "--format=%an|%(trailers:key=Banach-Item,valueonly)", "FETCH_HEAD")
     assert trailers.startswith("banach-build|HELLO-1.")
     assert git(mine, "show", "FETCH_HEAD:hello.py") == "def hello():\n    return 1"

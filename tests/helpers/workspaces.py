@@ -42,7 +42,12 @@ def cli(program: str, *args: str, cwd: Path | None = None, input: str | None = N
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+    """git as a person runs it; a workspace's code keeps its git directory in build's state."""
+    location = ["-C", str(repo)]
+    outside = repo.parent / "state" / "build" / "code.git"
+    if not (repo / ".git").exists() and outside.exists():
+        location = [f"--git-dir={outside}", f"--work-tree={repo}", "-C", str(repo)]
+    return subprocess.run(["git", *location, *args], check=True, capture_output=True, text=True,
                           env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
                                "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(repo)}).stdout.strip()
 

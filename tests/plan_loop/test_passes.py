@@ -173,11 +173,12 @@ def test_checks_run_sandboxed_in_one_runner(measured_landlock: Workspace, tmp_pa
     escape = tmp_path / "escaped-by-a-check"
     code_file = measured_landlock.code / "evil.py"
     doc = (f"## SB-1: a check that writes\npaths: sb.py\nchecks:\n  - echo x > {escape}; echo x > {code_file}; "
-           "echo ok > scratch.txt && test -f scratch.txt\n\nWrites only where it may.\n")
+           "chmod -R u+w . ; echo x > planted.py; test ! -e planted.py && "
+           "echo ok > $TMPDIR/scratch.txt && test -f $TMPDIR/scratch.txt\n\nWrites only where it may.\n")
     spec = SpecService(measured_landlock)
     with spec.locked():
         assert spec.decide(Draft("sb.md", "requirements/sb.md", doc.encode()), source="test").accepted
     spec.close()
     report = one_pass(measured_landlock, fresh=True)
-    assert report.residual == 5  # SB-1 passes: it could write its own snapshot (scratch.txt)...
-    assert not escape.exists() and not code_file.exists()  # ...but nothing outside it
+    assert report.residual == 5  # SB-1 passes: it could write its scratch, not the tree it measures (even after chmod)...
+    assert not escape.exists() and not code_file.exists()  # ...and nothing outside the pass
