@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from build_loop import agents
-from build_loop.fence import fence, protected_patterns
+from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns, snapshot
 from build_loop.history import ItemHistory, blocked_items, item_history, next_iteration, skipped_green
 from build_loop.picker import pick
 from build_loop.prompt import render
@@ -33,10 +33,11 @@ from canon.store import CanonStore
 from plan_loop import fix_plan as fix_plan_file
 from plan_loop.fix_plan import FixPlan, Item
 from shared.atomic import file_lock, write_json, write_text
-from shared.git import GitRepo, RefState
+from shared.export import remove_tree
+from shared.git import Entry, GitRepo, RefState
 from shared.isolation import sandbox_argv
-from shared.journal import Journal, load_or_create_key
-from shared.process import Request, become_subreaper, run
+from shared.journal import Journal
+from shared.process import Limits, Request, become_subreaper, run
 from shared.workspace import Workspace
 
 ITEM_TRAILER = "Banach-Item"
@@ -67,9 +68,9 @@ class Governor:
         self.ws = ws
         self.options = options or Options()
         self.cancel = cancel or threading.Event()
-        self.code = GitRepo(ws.code)
+        self.code = GitRepo.adopt(ws.code, ws.code_git)
         self.canon_store = CanonStore(ws.canon)
-        self.journal = Journal(ws.journal_path("build"), key=load_or_create_key(ws.keys_dir / "build.key"))
+        self.journal = Journal.for_role(ws, "build")
         self.dir = ws.role_dir("build")
         self.subreaper = become_subreaper()
 
@@ -78,7 +79,9 @@ class Governor:
 
     # recovery -----------------------------------------------------------------------------------
     def recover(self) -> Outcome | None:
-        """Close an iteration a crash left open: record the keep if its commit landed, else roll back."""
+        """Close an iteration a crash left open. Only the governor's own record counts: the keep is recorded
+        when HEAD is exactly the commit journaled as intended (its tree and parent) before it was published;
+        anything else (a trailer, a ref, a lock file the agent could have made) is rolled back to the checkpoint."""
         started = self.journal.last("iteration.started")
         if started is None:
             return None
@@ -87,18 +90,23 @@ class Governor:
             return None
         data = started.data
         n, checkpoint = data["n"], data["checkpoint"]
+        intent = self.journal.last("iteration.committing")
         head = self.code.head()
-        if head and head != checkpoint and self.code.trailer(head, ITERATION_TRAILER) == str(n):
-            self.journal.append("iteration.ended", {"n": n, "item": data["item"], "decision": "keep", "commit": head,
-                                                    "reason": "recovered: the commit landed before the crash",
-                                                    "plan_pass": data.get("plan_pass")})
-            return Outcome("keep", f"iteration {n} had committed before it was interrupted; recorded the keep", n,
-                           data["item"], head)
+        if head is not None and intent is not None and intent.seq > started.seq and head == intent.data["commit"]:
+            tree, parents = self.code.commit_parts(head)
+            if tree == intent.data["tree"] and parents == (intent.data["parent"],):
+                self.code.rollback(head)  # the work tree may hold what a sensor wrote before the crash
+                self.journal.append("iteration.ended", {"n": n, "item": data["item"], "decision": "keep", "commit": head,
+                                                        "reason": "recovered: the journaled commit landed before the crash",
+                                                        "plan_pass": data.get("plan_pass")})
+                return Outcome("keep", f"iteration {n} had committed before it was interrupted; recorded the keep", n,
+                               data["item"], head)
         state = RefState(data["refs"]["head_symbolic"], checkpoint, tuple(tuple(r) for r in data["refs"]["refs"]), ())  # type: ignore[misc]
         self.code.restore_refs(state)
         self.code.rollback(checkpoint)
         self.journal.append("iteration.ended", {"n": n, "item": data["item"], "decision": "interrupted",
-                                                "reason": "build-loop stopped mid-iteration; work tree rolled back to the checkpoint",
+                                                "reason": "build-loop stopped mid-iteration; work tree rolled back to "
+                                                          "the checkpoint",
                                                 "plan_pass": data.get("plan_pass")})
         return Outcome("interrupted", f"iteration {n} was interrupted; rolled back to checkpoint {checkpoint[:12]}", n,
                        data["item"])
@@ -168,10 +176,11 @@ class Governor:
 
     def _canon_snapshot(self, canon: Canon) -> Path:
         target = self.dir / "canon" / canon.commit[:12]
-        if not (target / ".done").exists():
-            shutil.rmtree(target, ignore_errors=True)
+        done = target.with_name(target.name + ".done")
+        if not done.exists():
+            remove_tree(target)
             self.canon_store.git.export(canon.commit, target)
-            (target / ".done").touch()
+            done.touch()
         return target
 
     def _sensors(self, item: Item, canon: Canon, canon_dir: Path) -> list[Sensor]:
@@ -186,20 +195,20 @@ class Governor:
             for index, command in enumerate(req.checks):
                 sensors.append(Sensor(f"canon:{rid}:check:{index}", ("/bin/sh", "-c", command), "command", timeout))
             if req.tests:
-                nodes = tuple(str(canon_dir / node) for node in req.tests)
-                sensors.append(Sensor(f"canon:{rid}:tests", (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                                             "--no-header", f"--rootdir={canon_dir}", *nodes), "pytest", timeout))
+                sensors.append(Sensor(f"canon:{rid}:tests", (), "conformance", timeout, tuple(req.tests), canon_dir))
         return sensors
 
     def _sensor_env(self, canon_dir: Path, scratch: Path) -> dict[str, str]:
         env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
         env.update({"BANACH_CANON": str(canon_dir), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch),
                     "PYTHONPATH": str(self.ws.code), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BANACH_PYTHON": sys.executable})
+        env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
         return env
 
     def _read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
-        wrap = lambda argv: sandbox_argv(self.ws, argv, [self.ws.code, scratch])
-        return read_sensors(sensors, self.ws.code, self._sensor_env(canon_dir, scratch), scratch, wrap)
+        # sensors read the work tree and write only their scratch: what they judge is what gets committed
+        wrap = lambda argv: sandbox_argv(self.ws, argv, [scratch])
+        return read_sensors(sensors, self.ws.code, self._sensor_env(canon_dir, scratch), scratch, wrap, self._limits())
 
     def _checkpoint_reading(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
         import hashlib
@@ -242,7 +251,7 @@ class Governor:
         prompt = render(
             self.ws, item=item, canon_version=canon.version, iteration=n,
             canon_slice=canon.slice(item.requirements), negative_knowledge=history.negative[-5:],
-            feedback=before.excerpts, context=self._context(),
+            feedback=before.excerpts, context=self._context(scratch),
         )
         folder.mkdir(parents=True, exist_ok=True)
         prompt_file = folder / "prompt.md"
@@ -256,10 +265,15 @@ class Governor:
         shutil.rmtree(scratch, ignore_errors=True)
         return outcome
 
-    def _context(self) -> list[dict[str, str]]:
+    def _context(self, scratch: Path) -> list[dict[str, str]]:
+        """Context commands read the work tree the agent wrote: they run sandboxed like the agent, read-only on it."""
         out = []
+        env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
+        env.update({"TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1"})
         for command in self.ws.config.build.context_commands:
-            result = run(Request(("/bin/sh", "-c", command), cwd=self.ws.code, env=dict(os.environ), timeout=60))
+            argv = sandbox_argv(self.ws, ("/bin/sh", "-c", command), [scratch])
+            result = run(Request(argv, cwd=self.ws.code, env=env, timeout=60, limits=self._limits()),
+                         reap_orphans=self.subreaper)
             out.append({"command": command, "output": "\n".join((result.stdout + result.stderr).splitlines()[-80:])})
         return out
 
@@ -268,6 +282,16 @@ class Governor:
         env.update({"BANACH_PROMPT_FILE": str(prompt_file), "BANACH_ITEM": item.id, "BANACH_ITERATION": str(n),
                     "TMPDIR": str(scratch)})
         return env
+
+    def _limits(self) -> Limits:
+        build = self.ws.config.build
+        return Limits(max_processes=build.max_processes, memory_bytes=build.max_memory_bytes,
+                      file_bytes=build.max_file_bytes, output_bytes=build.max_output_bytes)
+
+    def _fence(self, checkpoint: str, item: Item) -> FenceReport:
+        build = self.ws.config.build
+        return fence(self.code, checkpoint, item.scope, protected_patterns(self.ws),
+                     FenceLimits(build.max_file_bytes, build.max_changed_paths))
 
     def _decide(self, n: int, item: Item, canon: Canon, plan: FixPlan, checkpoint: str, refs: RefState,
                 before: Reading, sensors: list[Sensor], canon_dir: Path, scratch: Path, folder: Path,
@@ -282,13 +306,15 @@ class Governor:
         argv = sandbox_argv(self.ws, invocation.argv, [self.ws.code, turn_scratch, *invocation.state_paths])
         timeout = self.options.turn_timeout or build.turn_timeout
         env = {**self._agent_env(n, item, agent_prompt, turn_scratch), **agents.preset_env(invocation, turn_scratch)}
-        turn = run(Request(argv, cwd=self.ws.code, env=env, stdin=prompt, timeout=timeout),
+        control = self.code.control_files()
+        turn = run(Request(argv, cwd=self.ws.code, env=env, stdin=prompt, timeout=timeout, limits=self._limits()),
                    reap_orphans=self.subreaper, cancel=self.cancel)
         write_text(folder / "output.txt", turn.stdout + ("\n--- stderr ---\n" + turn.stderr if turn.stderr.strip() else ""))
         preset_name = "" if self.options.agent_command else rung
         report = agents.read_turn(self.ws.config, preset_name, turn.stdout, turn.stderr, turn.returncode, now=time.time())
         turn_facts = {"exit_code": turn.returncode, "timed_out": turn.timed_out, "duration": round(turn.duration, 3),
-                      "reaped": turn.reaped, "cost_usd": report.cost_usd, "claimed_success": report.claimed_success}
+                      "reaped": turn.reaped, "cost_usd": report.cost_usd, "claimed_success": report.claimed_success,
+                      "capped": turn.capped}
 
         def end(decision: str, reason: str, **extra: Any) -> Outcome:
             record = {**base, **turn_facts, "decision": decision, "reason": reason, **extra}
@@ -297,32 +323,47 @@ class Governor:
             return Outcome(decision, f"iteration {n} ({item.id}): {decision}: {reason}", n, item.id,
                            extra.get("commit"), report.cost_usd, extra.get("resets_at"), record)
 
-        if turn.cancelled:
+        def roll_back() -> None:
+            self.code.restore_control_files(control)
             self.code.restore_refs(refs)
             self.code.rollback(checkpoint)
+
+        if turn.cancelled:
+            roll_back()
             return end("abandoned", "build-loop was asked to stop during the turn; rolled back")
         if report.rate_limited:
-            self.code.restore_refs(refs)
-            self.code.rollback(checkpoint)
+            roll_back()
             return end("rate_limited", "the agent hit a usage or rate limit: neither progress nor failure",
                        resets_at=report.resets_at)
-        violations = _guard_violations(refs, self.code.ref_state())
+        tampered = self.code.restore_control_files(control)
+        violations = _guard_violations(refs, self.code.ref_state()) + [f"the git directory's {name} changed" for name in tampered]
         if violations:
             self.code.restore_refs(refs)
-        report_fence = fence(self.code, checkpoint, item.scope, protected_patterns(self.ws))
-        for command in build.fix_commands:
-            run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.ws.code, scratch]), cwd=self.ws.code,
-                        env=self._sensor_env(canon_dir, scratch), timeout=120))
-        if build.fix_commands:
-            after_fix = fence(self.code, checkpoint, item.scope, protected_patterns(self.ws))
-            report_fence = type(report_fence)(after_fix.kept, tuple(sorted(set(report_fence.reverted) | set(after_fix.reverted))))
-        guard_facts = {"guard_violations": violations, "reverted": list(report_fence.reverted),
-                       "scope_fighting": bool(report_fence.reverted)}
-        if report_fence.reverted:
-            self.journal.append("scope.fighting", {"n": n, "item": item.id, "reverted": list(report_fence.reverted)})
-        changed = [c.path for c in self.code.changes()]
+        fenced = self._fence(checkpoint, item)
+        if not fenced.capped:
+            for command in build.fix_commands:
+                run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.ws.code, scratch]), cwd=self.ws.code,
+                            env=self._sensor_env(canon_dir, scratch), timeout=120, limits=self._limits()),
+                    reap_orphans=self.subreaper)
+            if build.fix_commands:
+                fenced = fenced.merge(self._fence(checkpoint, item))
+        guard_facts = {"guard_violations": violations, "reverted": list(fenced.reverted), "hostile": list(fenced.hostile),
+                       "ignored_removed": list(fenced.ignored),
+                       "scope_fighting": bool(fenced.reverted or fenced.hostile)}
+        if fenced.reverted or fenced.hostile:
+            self.journal.append("scope.fighting", {"n": n, "item": item.id, "reverted": list(fenced.reverted),
+                                                   "hostile": list(fenced.hostile)})
+        capped = fenced.capped or turn.capped
+        if capped:
+            roll_back()
+            outcome = end("rollback", f"capped: {capped}; the whole turn was rolled back", **guard_facts, changed=[],
+                          feedback=before.excerpts)
+            self._after_failure(item, canon, history, outcome)
+            return outcome
+        entries = snapshot(self.code, fenced.kept)
+        changed = sorted(entries)
         if not changed:
-            self.code.rollback(checkpoint)
+            roll_back()
             outcome = end("stall", "the turn left no change in scope" + (" (timed out)" if turn.timed_out else ""),
                           **guard_facts, changed=[], feedback=before.excerpts)
             self._after_failure(item, canon, history, outcome)
@@ -334,7 +375,7 @@ class Governor:
         facts = {**guard_facts, "changed": changed, "failing_after": after.failing, "regressions": broke,
                  "score_before": before.score, "score_after": after.score, "fingerprint": after.fingerprint}
         if broke or not better:
-            self.code.rollback(checkpoint)
+            roll_back()
             if broke:
                 reason = f"the ratchet: {len(broke)} check(s) that were green went red ({', '.join(broke[:5])})"
             elif after.fingerprint == before.fingerprint:
@@ -345,11 +386,22 @@ class Governor:
             outcome = end("rollback", reason, **facts, excerpt=excerpt, feedback=after.excerpts)
             self._after_failure(item, canon, history, outcome)
             return outcome
-        commit = self.code.commit_all(
-            f"{item.kind} {item.id}: {item.title}\n\nKept by the governor: failing {len(before.failing)} -> {len(after.failing)}.",
-            {ITEM_TRAILER: item.id, CANON_TRAILER: str(canon.version), ITERATION_TRAILER: str(n)}, role="build")
+        commit = self._keep(n, item, canon, checkpoint, entries, before, after)
         write_json(self.dir / "readings" / "last-kept.json", {"commit": commit, **after.as_json()})
         return end("keep", f"failing {len(before.failing)} -> {len(after.failing)}", **facts, commit=commit)
+
+    def _keep(self, n: int, item: Item, canon: Canon, checkpoint: str, entries: dict[str, Entry | None],
+              before: Reading, after: Reading) -> str:
+        """Commit exactly the blobs the fence kept (nothing written since), journal the intent, then publish."""
+        commit, tree = self.code.commit_entries(
+            checkpoint, entries,
+            f"{item.kind} {item.id}: {item.title}\n\n"
+            f"Kept by the governor: failing {len(before.failing)} -> {len(after.failing)}.",
+            {ITEM_TRAILER: item.id, CANON_TRAILER: str(canon.version), ITERATION_TRAILER: str(n)}, role="build")
+        self.journal.append("iteration.committing", {"n": n, "item": item.id, "commit": commit, "tree": tree,
+                                                     "parent": checkpoint})
+        self.code.publish(commit, checkpoint)
+        return commit
 
     def _after_failure(self, item: Item, canon: Canon, history: ItemHistory, outcome: Outcome) -> None:
         build = self.ws.config.build

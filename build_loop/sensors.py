@@ -1,9 +1,11 @@
-"""Sensors: exit codes decide. Each result is keyed by a stable identity, so the ratchet compares tests
-by who they are, not by how many there are (a deleted passing test reads as red).
+"""Sensors: each result is keyed by a stable identity, so the ratchet compares tests by who they are, not
+by how many there are (a deleted passing test reads as red).
 
-A pytest-kind sensor is run with --junitxml and yields one identity per test ('name::node id') plus
-one for the run itself; a command sensor yields one identity. A sensor may print 'SCORE: n' as a
-tie-break. A timed-out sensor fails with a constant fingerprint.
+A conformance sensor runs canon's tests through shared.conformance and yields one identity per expected
+test ('name::node id') plus one for the run, judged by the per-test report and its canary, never by the
+exit code. A pytest-kind sensor (build's own tests, from banach.toml) is run with --junitxml the same way
+but without the canary; a command sensor yields one identity from its exit code. A sensor may print
+'SCORE: n' as a tie-break. A timed-out sensor fails with a constant fingerprint.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.process import Request, run
+from shared import conformance
+from shared.process import Limits, Request, run
 
 SCORE = re.compile(r"^SCORE:\s*(-?\d+(?:\.\d+)?)\s*$", re.MULTILINE)
 
@@ -23,8 +26,10 @@ SCORE = re.compile(r"^SCORE:\s*(-?\d+(?:\.\d+)?)\s*$", re.MULTILINE)
 class Sensor:
     name: str
     argv: tuple[str, ...]
-    kind: str  # "command" | "pytest"
+    kind: str  # "command" | "pytest" | "conformance"
     timeout: float
+    nodes: tuple[str, ...] = ()  # conformance: canon's node ids
+    canon_dir: Path | None = None  # conformance: build's export of canon
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ def _junit_results(path: Path, name: str) -> dict[str, bool]:
 
 
 def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch: Path,
-                 wrap: object = None) -> Reading:
+                 wrap: object = None, limits: Limits | None = None) -> Reading:
     results: dict[str, bool] = {}
     excerpts: dict[str, str] = {}
     timed_out: list[str] = []
@@ -81,21 +86,40 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
     scratch.mkdir(parents=True, exist_ok=True)
     for sensor in sensors:
         argv = sensor.argv
-        junit = scratch / f"{hashlib.sha256(sensor.name.encode()).hexdigest()[:12]}.xml"
+        stem = scratch / hashlib.sha256(sensor.name.encode()).hexdigest()[:12]
+        junit, report = stem.with_suffix(".xml"), stem.with_suffix(".jsonl")
+        canary = None
         if sensor.kind == "pytest":
             junit.unlink(missing_ok=True)
             argv = (*argv, f"--junitxml={junit}", "-o", "junit_family=xunit1")
+        elif sensor.kind == "conformance" and sensor.canon_dir is not None:
+            report.unlink(missing_ok=True)
+            canary = conformance.plant_canary(sensor.canon_dir, sensor.nodes)
+            argv = conformance.command(sensor.canon_dir, cwd, sensor.nodes, report, canary)
         if callable(wrap):
             argv = wrap(argv)
-        outcome = run(Request(argv, cwd=cwd, env=env, timeout=sensor.timeout, grace=0.5))
+        run_env = conformance.environment(env) if canary else env
+        try:
+            outcome = run(Request(argv, cwd=cwd, env=run_env, timeout=sensor.timeout, grace=0.5, limits=limits))
+        finally:
+            if canary is not None:
+                canary.remove()
         output = outcome.stdout + outcome.stderr
         results[sensor.name] = outcome.ok
         if sensor.kind == "pytest":
             results.update(_junit_results(junit, sensor.name))
-        for match in SCORE.finditer(output):
-            score += float(match.group(1))
-        if not outcome.ok:
-            excerpts[sensor.name] = "\n".join(output.strip().splitlines()[-40:])
+        elif canary is not None and sensor.canon_dir is not None:
+            verdict = conformance.judge(report, conformance.expected_tests(sensor.canon_dir, sensor.nodes), canary)
+            results[sensor.name] = verdict.passed and not outcome.timed_out
+            results.update({f"{sensor.name}::{node}": ok for node, ok in verdict.results.items()})
+            if not verdict.passed:
+                output = output + "\n" + verdict.summary()
+        if canary is None:  # a conformance run's output is the code's to write: it decides nothing, not even a tie
+            for match in SCORE.finditer(output):
+                score += float(match.group(1))
+        if not results[sensor.name]:
+            capped = f"\n(capped: {outcome.capped})" if outcome.capped else ""
+            excerpts[sensor.name] = "\n".join(output.strip().splitlines()[-40:]) + capped
             if outcome.timed_out:
                 timed_out.append(sensor.name)
                 fingerprints.append(f"{sensor.name}:timeout")

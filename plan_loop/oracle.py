@@ -18,13 +18,16 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from canon.model import Canon, Requirement
 from canon.scope import matches
 from plan_loop.snapshot import Snapshot
+from shared import conformance
+from shared.config import Config
 from shared.git import GitRepo
 from shared.journal import Memo, canonical
-from shared.process import Outcome, Request, run
+from shared.process import Limits, Outcome, Request, run
 
 EXCERPT_LINES = 30
 TIMEOUT_FINGERPRINT = "timeout"
@@ -35,7 +38,7 @@ _VOLATILE = re.compile(r"\d+(\.\d+)?s\b|0x[0-9a-f]+|/tmp/\S+|\d{4}-\d\d-\d\dT\S+
 class Check:
     requirement: str
     identity: str  # stable within the requirement: "check:0", "tests"
-    argv: tuple[str, ...]
+    argv: tuple[str, ...]  # the command, or for "tests" canon's node ids (run through shared.conformance)
     label: str
     timeout: float
     memo_key: str
@@ -86,17 +89,22 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
                                 hashlib.sha256(key.encode()).hexdigest()))
         if req.tests:
             key = canonical({"k": "tests", "nodes": req.tests, "t": timeout, "code": code_key, "canon": tests_tree})
-            argv = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", *req.tests)
-            checks.append(Check(req.id, "tests", argv, "pytest " + " ".join(req.tests), timeout,
+            checks.append(Check(req.id, "tests", tuple(req.tests), "pytest " + " ".join(req.tests), timeout,
                                 hashlib.sha256(key.encode()).hexdigest()))
     return checks
 
 
-def _request(check: Check, snapshot: Snapshot) -> Request:
-    argv = check.argv
-    if check.identity == "tests":
-        # node ids are relative to canon's root; the code snapshot is the working directory
-        argv = tuple(str(snapshot.canon / a) if a.startswith("tests/") else a for a in argv)
+@dataclass(frozen=True)
+class _Prepared:
+    """A check ready to run; for conformance tests, what its report will be judged against."""
+
+    request: Request
+    report: Path | None = None
+    expected: frozenset[str] = frozenset()
+    canary: conformance.Canary | None = None
+
+
+def _prepare(check: Check, snapshot: Snapshot, limits: Limits | None) -> _Prepared:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(snapshot.scratch),
@@ -108,36 +116,69 @@ def _request(check: Check, snapshot: Snapshot) -> Request:
         "BANACH_CODE": str(snapshot.code),
         "BANACH_PYTHON": sys.executable,
     }
-    if check.identity == "tests":
-        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # conformance tests are plain pytest; plugins cost seconds
-    return Request(argv, cwd=snapshot.code, env=env, timeout=check.timeout, grace=0.5)
+    if check.identity != "tests":
+        return _Prepared(Request(check.argv, cwd=snapshot.code, env=env, timeout=check.timeout, grace=0.5, limits=limits))
+    reports = snapshot.scratch / "reports"
+    reports.mkdir(exist_ok=True)
+    report = reports / f"{check.memo_key[:24]}.jsonl"
+    report.unlink(missing_ok=True)
+    canary = conformance.plant_canary(snapshot.canon, check.argv)
+    argv = conformance.command(snapshot.canon, snapshot.code, check.argv, report, canary)
+    return _Prepared(Request(argv, cwd=snapshot.code, env=conformance.environment(env), timeout=check.timeout, grace=0.5,
+                             limits=limits),
+                     report, conformance.expected_tests(snapshot.canon, check.argv), canary)
 
 
-def _result(check: Check, outcome: Outcome) -> Result:
+def _result(check: Check, outcome: Outcome, prepared: _Prepared) -> Result:
     output = (outcome.stdout + outcome.stderr).strip()
     excerpt = "\n".join(output.splitlines()[-EXCERPT_LINES:])
+    passed = outcome.ok
+    if prepared.canary is not None and prepared.report is not None:
+        verdict = conformance.judge(prepared.report, prepared.expected, prepared.canary)
+        passed = verdict.passed and not outcome.timed_out
+        if not verdict.passed:
+            excerpt = verdict.summary() + "\n" + excerpt
+            output = "\n".join(verdict.failing) + ("\nvoid" if verdict.void else "")
     if outcome.timed_out:
         excerpt = f"(killed after {check.timeout:g}s)\n" + excerpt
-    return Result(check, outcome.ok, None if outcome.timed_out else outcome.returncode, outcome.timed_out, excerpt,
+    return Result(check, passed, None if outcome.timed_out else outcome.returncode, outcome.timed_out, excerpt,
                   fingerprint(output, outcome.timed_out), outcome.duration, False)
 
 
-def _run_sandboxed(todo: list[Check], snapshot: Snapshot, workers: int, sandbox_flags: list[str]) -> list[Result]:
+def check_limits(config: Config) -> Limits:
+    """One check's share of the machine: the same caps as an agent turn (build's keys say how much)."""
+    build = config.build
+    return Limits(max_processes=build.max_processes, memory_bytes=build.max_memory_bytes, file_bytes=build.max_file_bytes,
+                  output_bytes=build.max_output_bytes)
+
+
+def _runner_limits(limits: Limits | None, workers: int) -> Limits | None:
+    """The runner's own cgroup holds every check of the pass (sandboxed, they cannot make their own): room for
+    `workers` checks at once; no output cap, since its output is the checks' outcomes."""
+    if limits is None:
+        return None
+    memory = limits.memory_bytes * workers if limits.memory_bytes else None
+    processes = limits.max_processes * workers if limits.max_processes else None
+    return Limits(max_processes=processes, memory_bytes=memory, file_bytes=limits.file_bytes, output_bytes=None)
+
+
+def _run_sandboxed(todo: list[Check], prepared: list[_Prepared], snapshot: Snapshot, workers: int,
+                   sandbox_flags: list[str], limits: Limits | None) -> list[Result]:
     """All checks of a pass in one sandboxed runner: one interpreter start per pass, not per check."""
     from plan_loop.worker import decode_outcomes, encode_requests
 
-    requests = [_request(check, snapshot) for check in todo]
+    requests = [p.request for p in prepared]
     budget = max(r.timeout for r in requests) * (len(requests) // workers + 1) + 60
-    runner = run(Request((sys.executable, "-m", "plan_loop.worker", "--jobs", str(workers), *sandbox_flags),
+    runner = run(Request((sys.executable, "-I", "-m", "plan_loop.worker", "--jobs", str(workers), *sandbox_flags),
                          cwd=snapshot.scratch, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                         stdin=encode_requests(requests), timeout=budget))
+                         stdin=encode_requests(requests), timeout=budget, limits=_runner_limits(limits, workers)))
     try:
         outcomes = decode_outcomes(runner.stdout, requests)
     except ValueError as exc:
         failed = Outcome(("plan_loop.worker",), 125, "", f"the sandboxed check runner failed ({exc}):\n{runner.stderr}",
                          runner.started, runner.duration, runner.timed_out, 0)
         outcomes = [failed] * len(requests)
-    return [_result(check, outcome) for check, outcome in zip(todo, outcomes, strict=True)]
+    return [_result(check, outcome, p) for check, outcome, p in zip(todo, outcomes, prepared, strict=True)]
 
 
 def run_checks(
@@ -147,6 +188,7 @@ def run_checks(
     jobs: int,
     memo: Memo | None,
     sandbox_flags: list[str] | None,
+    limits: Limits | None = None,
 ) -> list[Result]:
     """sandbox_flags: the Landlock wrapper's flags (the checks then run in one sandboxed runner), or None."""
     results: dict[int, Result] = {}
@@ -159,14 +201,22 @@ def run_checks(
         else:
             todo.append((index, check))
     workers = max(1, jobs or os.cpu_count() or 1)
-    if todo and sandbox_flags is not None:
-        for (index, _), result in zip(todo, _run_sandboxed([c for _, c in todo], snapshot, workers, sandbox_flags), strict=True):
-            results[index] = result
-    elif todo:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {index: pool.submit(lambda c: _result(c, run(_request(c, snapshot))), check) for index, check in todo}
-            for index, future in futures.items():
-                results[index] = future.result()
+    prepared = [_prepare(check, snapshot, limits) for _, check in todo]
+    try:
+        if todo and sandbox_flags is not None:
+            ran = _run_sandboxed([c for _, c in todo], prepared, snapshot, workers, sandbox_flags, limits)
+            for (index, _), result in zip(todo, ran, strict=True):
+                results[index] = result
+        elif todo:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = {index: pool.submit(lambda c, p: _result(c, run(p.request), p), check, ready)
+                           for (index, check), ready in zip(todo, prepared, strict=True)}
+                for index, future in futures.items():
+                    results[index] = future.result()
+    finally:
+        for ready in prepared:
+            if ready.canary is not None:
+                ready.canary.remove()
     if memo is not None:
         for index, _check in todo:
             result = results[index]

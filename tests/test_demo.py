@@ -1,4 +1,4 @@
-"""banach demo, end to end: supervisord, the three loops, a rollback on the way, and a certificate."""
+"""banach demo, end to end: supervisord, the three loops, the governor stepping in on the way, and a certificate."""
 from __future__ import annotations
 
 import json
@@ -11,15 +11,16 @@ from tests.helpers.workspaces import cli
 pytestmark = pytest.mark.slow
 
 
-def test_demo_certifies_with_a_rollback_and_writes_a_plot(tmp_path: Path) -> None:
+def test_demo_certifies_after_the_governor_steps_in_and_writes_a_plot(tmp_path: Path) -> None:
     target = tmp_path / "demo"
     result = cli("banach", "demo", "--dir", str(target), timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SIMULATED" in result.stdout
     rollbacks = int(next(line for line in result.stdout.splitlines() if line.strip().startswith("rollbacks")).split()[1])
     stalls = sum(" stall: " in line for line in result.stdout.splitlines())
+    # a wrong edit that makes some of an item's tests pass is kept as progress (tests are judged one by one),
+    # so which of these the governor needed depends on the seed; that it stepped in does not
     assert rollbacks + stalls >= 1
-    assert rollbacks >= 1
     info = json.loads(cli("banach", "status", "--json", "--workspace", str(target)).stdout)
     assert info["certified"] is True and info["residual"] == 0 and info["diagnosis"] == "converged"
     plot = target / "convergence.png"

@@ -1,5 +1,5 @@
 """A plausible but wrong change, with a confident claim of success."""
-from _lib import apply
+from _lib import apply_useless
 
-apply("wrong")
+apply_useless()
 print("SUCCESS: the task is complete and all tests pass.")
