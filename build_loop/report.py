@@ -47,7 +47,10 @@ def summary(ws: Workspace, n: int) -> str:
                 lines.append(f"  failing at the checkpoint: {', '.join(data['failing_before'])}")
         elif row.kind == "iteration.ended":
             lines.append(f"  decision: {data['decision']}: {data.get('reason', '')}")
-            for key in ("guard_violations", "reverted", "regressions", "failing_after", "changed"):
+            if data.get("capped"):
+                lines.append(f"  capped: {data['capped']}")
+            for key in ("guard_violations", "hostile", "reverted", "ignored_removed", "regressions", "failing_after",
+                        "changed"):
                 if data.get(key):
                     lines.append(f"  {key.replace('_', ' ')}: {', '.join(map(str, data[key]))}")
             if data.get("commit"):

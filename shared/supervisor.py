@@ -79,7 +79,7 @@ def render_config(ws: Workspace, *, foreground: bool = False, users: dict[str, s
     workspace_from_here = os.path.relpath(ws.root, here)
     programs = []
     for role in LOOP_ROLES:
-        command = f"{sys.executable} -m {EXECUTABLES[role]} run --workspace ."
+        command = f"{sys.executable} -I -u -m {EXECUTABLES[role]} run --workspace ."
         programs.append({"role": role, "command": command, "user": (users or {}).get(role, "")})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
