@@ -30,19 +30,16 @@ from build_loop.reactions import Reaction, react
 from build_loop.sensors import Reading, Sensor, read_sensors, regressions
 from canon.model import Canon
 from canon.store import CanonStore
-from plan_loop import fix_plan as fix_plan_file
-from plan_loop.fix_plan import FixPlan, Item
 from shared.atomic import file_lock, write_json, write_text
+from shared.contracts import fix_plan as fix_plan_file
+from shared.contracts import trailers
+from shared.contracts.fix_plan import FixPlan, Item
 from shared.export import remove_tree
 from shared.git import Entry, GitRepo, RefState
 from shared.isolation import sandbox_argv
 from shared.journal import Journal
 from shared.process import Limits, Request, become_subreaper, run
 from shared.workspace import Workspace
-
-ITEM_TRAILER = "Banach-Item"
-CANON_TRAILER = "Canon-Version"
-ITERATION_TRAILER = "Banach-Iteration"
 
 
 @dataclass(frozen=True)
@@ -132,7 +129,7 @@ class Governor:
         return plan, ""
 
     def _done(self, plan: FixPlan) -> set[str]:
-        claimed = {value for _, value in self.code.commits_with_trailer(plan.code_commit, "HEAD", ITEM_TRAILER)}
+        claimed = {value for _, value in self.code.commits_with_trailer(plan.code_commit, "HEAD", trailers.ITEM)}
         return claimed | skipped_green(self.journal, plan.pass_seq)
 
     def _first_seen(self) -> dict[str, int]:
@@ -397,7 +394,7 @@ class Governor:
             checkpoint, entries,
             f"{item.kind} {item.id}: {item.title}\n\n"
             f"Kept by the governor: failing {len(before.failing)} -> {len(after.failing)}.",
-            {ITEM_TRAILER: item.id, CANON_TRAILER: str(canon.version), ITERATION_TRAILER: str(n)}, role="build")
+            {trailers.ITEM: item.id, trailers.CANON_VERSION: str(canon.version), trailers.ITERATION: str(n)}, role="build")
         self.journal.append("iteration.committing", {"n": n, "item": item.id, "commit": commit, "tree": tree,
                                                      "parent": checkpoint})
         self.code.publish(commit, checkpoint)

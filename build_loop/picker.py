@@ -2,7 +2,7 @@
 items wait for it, then age (the plan pass that first found it)."""
 from __future__ import annotations
 
-from plan_loop.fix_plan import FixPlan, Item
+from shared.contracts.fix_plan import FixPlan, Item
 
 
 def pick(plan: FixPlan, *, done: set[str], blocked: set[str], first_seen: dict[str, int]) -> Item | None:

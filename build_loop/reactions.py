@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from plan_loop.fix_plan import FixPlan
+from shared.contracts.fix_plan import FixPlan
 from shared.journal import Journal
 from shared.series import diagnose_segment, read_history
 from shared.workspace import Workspace

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from canon.model import Canon, Document
 from canon.parser import parse_document
+from shared.contracts import trailers
 from shared.errors import CanonError
 from shared.git import GitRepo, is_repo
 
 REQUIREMENTS_DIR = "requirements"
 TESTS_DIR = "tests"
-VERSION_TRAILER = "Canon-Version"
+VERSION_TRAILER = trailers.CANON_VERSION
 
 
 @dataclass(frozen=True)

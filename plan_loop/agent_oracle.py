@@ -18,9 +18,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from canon.model import Canon
-from plan_loop.fix_plan import Evidence, Item
 from plan_loop.items import item_id
 from plan_loop.snapshot import Snapshot
+from shared.contracts.fix_plan import Evidence, Item
 from shared.isolation import sandbox_argv
 from shared.process import Request, run
 from shared.workspace import Workspace

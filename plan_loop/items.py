@@ -5,8 +5,8 @@ import hashlib
 from collections import defaultdict
 
 from canon.model import Canon
-from plan_loop.fix_plan import Evidence, Item
 from plan_loop.oracle import Result
+from shared.contracts.fix_plan import Evidence, Item
 
 
 def item_id(requirement: str, failing: list[str], kind: str = "") -> str:

@@ -11,21 +11,20 @@ from dataclasses import dataclass
 
 from canon.model import Canon
 from canon.store import CanonStore
-from plan_loop import fix_plan as fix_plan_file
 from plan_loop import snapshot
 from plan_loop.agent_oracle import AgentFn
-from plan_loop.fix_plan import FixPlan, Item
 from plan_loop.items import items_from_results
-from plan_loop.oracle import EXCERPT_LINES, check_limits, Check, Result, build_checks, fingerprint, run_checks
+from plan_loop.oracle import EXCERPT_LINES, Check, Result, build_checks, check_limits, fingerprint, run_checks
 from plan_loop.snapshot import Limits, Snapshot
 from plan_loop.store import PlanStore
 from shared.atomic import file_lock
+from shared.contracts import fix_plan as fix_plan_file
+from shared.contracts import trailers
+from shared.contracts.fix_plan import FixPlan, Item
 from shared.errors import ExportError, GitError, WorkspaceError
 from shared.isolation import sandbox_flags
 from shared.journal import Journal, Memo
 from shared.workspace import Workspace
-
-ITEM_TRAILER = "Banach-Item"
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ class PlanService:
         if not before or before == code_commit or not self.code.is_ancestor(before, code_commit):
             return [], []
         try:
-            claimed = {value for _, value in self.code.commits_with_trailer(before, code_commit, ITEM_TRAILER)}
+            claimed = {value for _, value in self.code.commits_with_trailer(before, code_commit, trailers.ITEM)}
         except GitError:  # history with missing objects: the pass measures what it can and skips the bias
             return [], []
         still_open = sorted(claimed & open_items)

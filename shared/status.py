@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from canon.store import CanonStore
-from plan_loop import fix_plan as fix_plan_file
 from shared import supervisor
+from shared.contracts import fix_plan as fix_plan_file
 from shared.errors import BanachError
 from shared.git import GitRepo
 from shared.journal import Journal

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from plan_loop import fix_plan as fix_plan_file
 from shared import supervisor
+from shared.contracts import fix_plan as fix_plan_file
 from shared.journal import Journal
 from shared.status import status
 from tests.helpers.waiting import wait_until

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plan_loop import fix_plan as fix_plan_file
 from plan_loop.agent_oracle import parse_answer
 from shared.config import parse_config
+from shared.contracts import fix_plan as fix_plan_file
 from shared.errors import BanachError, ConfigError, WorkspaceError
 from shared.series import read_series_file
 

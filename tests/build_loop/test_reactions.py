@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from plan_loop import fix_plan as fix_plan_file
+from shared.contracts import fix_plan as fix_plan_file
 from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.helpers.workspaces import cli, custom

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from plan_loop import fix_plan as fix_plan_file
 from plan_loop.passes import PlanService
+from shared.contracts import fix_plan as fix_plan_file
 from shared.journal import Journal
 from shared.status import status
 from shared.workspace import Workspace
