@@ -30,6 +30,7 @@ def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, s
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
 def cli() -> None:
     """build-loop: takes the most important open fix_plan item, runs a fresh agent on it, and keeps
     the change only if the sensors say it made progress and broke nothing.

@@ -30,6 +30,7 @@ agent_command_option = click.option("--agent-command", default="", metavar="CMD"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
 def cli() -> None:
     """plan-loop: measures the distance between canon and the code, from scratch, every pass.
 

@@ -13,9 +13,21 @@ import click
 
 from shared.errors import BanachError
 
+def find_workspace() -> str:
+    """$BANACH_WORKSPACE, else the nearest folder from here upwards that holds banach.toml (as git finds its
+    repository), else the current directory."""
+    if os.environ.get("BANACH_WORKSPACE"):
+        return os.environ["BANACH_WORKSPACE"]
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / "banach.toml").is_file():
+            return str(folder)
+    return "."
+
+
 workspace_option = click.option(
     "--workspace", "-w", "workspace", type=click.Path(file_okay=False, path_type=Path),
-    default=lambda: os.environ.get("BANACH_WORKSPACE", "."), show_default="current directory",
+    default=find_workspace, show_default="the nearest folder upwards holding banach.toml",
     help="the Banach workspace (the folder holding banach.toml)",
 )
 

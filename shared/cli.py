@@ -14,6 +14,7 @@ from shared.workspace import Workspace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
 def cli() -> None:
     """banach: three loops (spec, plan, build) that converge code on a falsifiable canon, and decide
     "done" by a fresh plan pass, never by the agent's word.
@@ -35,7 +36,7 @@ def init(directory: Path, example: bool, code_source: str, with_users: bool) -> 
 
     Example: banach init ./ws --code ~/src/myproject   (or: banach init ./ws --example)
     """
-    from shared.init import init_workspace
+    from shared.init import init_workspace, next_steps
 
     ws = init_workspace(directory, example=example, code_source=code_source)
     if with_users:
@@ -45,6 +46,7 @@ def init(directory: Path, example: bool, code_source: str, with_users: bool) -> 
         for account in setup_users(Workspace.open(ws.root)):
             click.echo(f"account {account.name} (uid {account.uid}) owns its stores")
     click.echo(f"workspace ready in {ws.root}" + (" (the bundled example; its agent is SIMULATED)" if example else ""))
+    click.echo(next_steps(ws, example=example))
 
 
 @cli.command("setup-users")
@@ -245,7 +247,9 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
         click.echo(json.dumps(out, indent=2))
     else:
         q = f"q = {out['q']:.3f} (90% interval {out['q_interval'][0]:.3f} to {out['q_interval'][1]:.3f})" if out["q"] is not None else "q: n/a"
-        click.echo(f"{diagnosis.label}: {diagnosis.reason}\n{q}, window {out['window']}, passes left {out['passes_left']}")
+        window = f"fitted over the last {out['window']} passes" if out["window"] else "no fit yet (too few passes)"
+        left = f", passes left {out['passes_left']}" if out["passes_left"] is not None else ""
+        click.echo(f"{diagnosis.label}: {diagnosis.reason}\n{q}, {window}{left}")
 
 
 @cli.command()

@@ -138,11 +138,32 @@ class Config(Model):
     sim: SimConfig = SimConfig()
 
 
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    """For an unknown key, the closest key its section knows."""
+    import difflib
+
+    model: type[BaseModel] | None = Config
+    parts = list(loc[:-1])
+    if parts[:1] == ["agents"] and len(parts) == 2:  # [agents.NAME]: a dict of presets
+        model, parts = AgentPreset, []
+    for part in parts:
+        field = model.model_fields.get(str(part)) if model else None
+        annotation = field.annotation if field else None
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    if model is None:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else f" (known keys: {', '.join(model.model_fields)})"
+
+
 def _describe(error: ValidationError, path: Path) -> str:
     lines = [f"{path}: invalid configuration"]
     for problem in error.errors():
         key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
-        lines.append(f"  {key}: {problem['msg']}")
+        hint = ""
+        if problem["type"] == "extra_forbidden" and problem["loc"]:
+            hint = _did_you_mean(problem["loc"])
+        lines.append(f"  {key}: {problem['msg']}{hint}")
     lines.append("Fix these keys (see README, 'Configuration') and run the command again.")
     return "\n".join(lines)
 

@@ -52,6 +52,7 @@ def init_workspace(root: Path, *, example: bool, code_source: str = "") -> Works
         raise WorkspaceError(f"{root} is already a Banach workspace (it has {CONFIG_NAME}); pick an empty folder")
     if root.exists() and any(root.iterdir()):
         raise WorkspaceError(f"{root} is not empty; banach init makes a workspace in a new or empty folder")
+    created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     staging = root / ".init-partial"
     try:
@@ -70,14 +71,33 @@ def init_workspace(root: Path, *, example: bool, code_source: str = "") -> Works
     except BaseException:
         for item in root.iterdir():
             shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink()
+        if created:
+            root.rmdir()
         raise
     return ws
+
+
+def next_steps(ws: Workspace, *, example: bool) -> str:
+    """What a person does next, with the workspace's own path in every command."""
+    w = f"-w {ws.root}"
+    if example:
+        return f"next: banach up {w}   (then: banach status {w}; banach plot {w}; banach down {w})"
+    return "\n".join([
+        "next:",
+        f"  spec-loop edit requirements/main.md {w}   write requirements ($EDITOR; validated before they land)",
+        f"  $EDITOR {ws.config_file}   pick the agent preset (build.agent), sensors and budgets",
+        f"  banach doctor {w}   check the machine and the agent",
+        f"  banach up {w}   start spec, plan and build; banach status {w} shows where they stand",
+    ])
 
 
 def _clone_code(source: str, destination: Path) -> None:
     local = Path(source).expanduser()
     if local.exists():
         source = str(local.resolve())  # relative to where the person stands, not to the workspace
+    if local.exists() and not (local / ".git").exists() and not (local / "HEAD").exists():
+        raise WorkspaceError(f"{local} is not a git repository. Make it one (git init && git add -A && git commit -m "
+                             "start, in that folder) or point --code at a clone; nothing was created")
     repo = GitRepo.clone(source, destination)
     if repo.head() is None:
         raise WorkspaceError(f"{source} has no commits yet; commit once there, then run banach init again")

@@ -29,6 +29,7 @@ reconcile_agent_option = click.option("--reconcile-agent", default="", metavar="
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
 def cli() -> None:
     """spec-loop: takes drafts into canon, the falsifiable specification, one version at a time.
 

@@ -92,3 +92,42 @@ def test_a_moved_workspace_keeps_working(measured, tmp_path: Path) -> None:  # t
     assert cli("build-loop", "once", "--workspace", str(moved)).returncode == 0
     info = json.loads(cli("banach", "status", "--json", "--workspace", str(moved)).stdout)
     assert info["paths"]["canon"] == "canon" and info["paths"]["journals"]["build"] == "state/build/journal.db"
+
+
+@pytest.mark.parametrize("program", ["banach", "spec-loop", "plan-loop", "build-loop"])
+def test_every_program_tells_its_version(program: str) -> None:
+    from importlib.metadata import version
+
+    result = cli(program, "--version")
+    assert result.returncode == 0 and version("banach") in result.stdout
+
+
+def test_a_mistyped_key_gets_a_did_you_mean(tmp_path: Path) -> None:
+    ws = example(tmp_path)
+    ws.config_file.write_text(ws.config_file.read_text().replace("[build]", "[build]\nmax_atempts = 3", 1)
+                              + '\n[agents.other]\npreset = "command"\ncomand = "true"\n')
+    result = cli("banach", "status", "--workspace", str(ws.root))
+    assert result.returncode == 1
+    assert "build.max_atempts: Extra inputs are not permitted (did you mean 'max_attempts'?)" in result.stderr
+    assert "agents.other.comand: Extra inputs are not permitted (did you mean 'command'?)" in result.stderr
+
+
+def test_commands_find_the_workspace_from_a_subfolder(tmp_path: Path) -> None:
+    ws = example(tmp_path)
+    result = cli("banach", "status", "--json", cwd=ws.code / "textkit")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["canon_version"] == 1
+
+
+def test_init_says_what_to_do_next(tmp_path: Path) -> None:
+    result = cli("banach", "init", str(tmp_path / "ws"))
+    assert result.returncode == 0, result.stderr
+    assert f"spec-loop edit requirements/main.md -w {tmp_path / 'ws'}" in result.stdout
+    assert f"banach up -w {tmp_path / 'ws'}" in result.stdout
+
+
+def test_monitor_with_too_few_passes_says_so(tmp_path: Path) -> None:
+    ws = example(tmp_path)
+    result = cli("banach", "monitor", "--workspace", str(ws.root))
+    assert result.returncode == 0, result.stderr
+    assert "None" not in result.stdout and "no fit yet" in result.stdout

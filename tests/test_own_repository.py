@@ -57,8 +57,9 @@ def test_a_cloned_repository_is_changed_certified_and_fetched_back(tmp_path: Pat
 def test_init_names_what_cannot_be_cloned(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     result = cli("banach", "init", str(tmp_path / "ws"), "--code", str(tmp_path / "plain"))
-    assert result.returncode == 1 and f"cannot clone {tmp_path / 'plain'}" in result.stderr
-    assert not any((tmp_path / "ws").iterdir())  # nothing half-made is left
+    assert result.returncode == 1 and f"{tmp_path / 'plain'} is not a git repository" in result.stderr
+    assert "git init" in result.stderr
+    assert not (tmp_path / "ws").exists()  # nothing half-made is left, not even the folder
     empty = tmp_path / "empty"
     empty.mkdir()
     git(empty, "init", "-q")
