@@ -19,6 +19,7 @@ from plan_loop.snapshot import Limits, Snapshot
 from plan_loop.store import PlanStore
 from shared.atomic import file_lock
 from shared.contracts import fix_plan as fix_plan_file
+from shared.conformance import VOID_PREFIX
 from shared.contracts import trailers
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.errors import ExportError, GitError, WorkspaceError
@@ -42,13 +43,16 @@ class PassReport:
     unmeasured: tuple[str, ...]
     believed_done_still_open: tuple[str, ...]
     export_error: str = ""  # why (V, C) could not be copied; every measured requirement is then open
+    void: tuple[str, ...] = ()  # requirements whose conformance run forged its results (the canary passed)
 
     def describe(self) -> str:
         verdict = "CERTIFIED: a fresh pass found nothing" if self.certified else f"residual {self.residual}"
         return (f"plan pass {self.number}: canon v{self.canon_version} x code {self.code_commit[:12]}: {verdict} "
                 f"({self.checks_run} checks run, {self.checks_memoized} memoized"
                 + (f"; {len(self.unmeasured)} requirement(s) unmeasured" if self.unmeasured else "") + ")"
-                + (f"; the export failed: {self.export_error.splitlines()[0]}" if self.export_error else ""))
+                + (f"; the export failed: {self.export_error.splitlines()[0]}" if self.export_error else "")
+                + (f"; MEASUREMENT VOID for {', '.join(self.void)}: the code under test interfered with the test "
+                   "runner (its canary test passed)" if self.void else ""))
 
 
 def unexported_results(canon: Canon, code_commit: str, error: str, timeout: float) -> list[Result]:
@@ -152,16 +156,17 @@ class PlanService:
             )
             fix_plan_file.write(plan, self.ws.fix_plan_json, self.ws.fix_plan_md)
             certified = len(items) == 0 and fresh and not export_error
+            void = tuple(sorted({r.check.requirement for r in results if r.excerpt.startswith(VOID_PREFIX)}))
             report = PassReport(seq, self.journal.count("pass") + 1, canon.version, code_commit, len(items),
                                 tuple(sorted(open_ids)), len(results) - memoized, memoized, certified, fresh,
-                                tuple(unmeasured), tuple(still_open), export_error)
+                                tuple(unmeasured), tuple(still_open), export_error, void)
             self.journal.append("pass", {
                 "started_seq": seq, "canon_version": canon.version, "canon_commit": canon.commit,
                 "code_commit": code_commit, "residual": len(items), "items": sorted(open_ids),
                 "requirements_by_item": {i.id: list(i.requirements) for i in items},
                 "checks_run": report.checks_run, "checks_memoized": memoized, "fresh": fresh,
                 "unmeasured": unmeasured, "believed_done_still_open": still_open,
-                "closed_without_claim": closed_unclaimed, "agent_rejections": rejections,
+                "closed_without_claim": closed_unclaimed, "agent_rejections": rejections, "void": list(void),
                 "export": ({"error": export_error} if snap is None else
                            {"code": snap.code_report.as_record() if snap.code_report else None,
                             "canon": snap.canon_report.as_record() if snap.canon_report else None}),

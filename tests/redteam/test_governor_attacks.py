@@ -115,6 +115,25 @@ def test_a_forged_test_run_is_not_progress(measured: Workspace, script: str) -> 
         assert "measurement void" in str(data["excerpt"])
 
 
+@pytest.mark.parametrize("script", ["early_exit.py", "patched_runner.py"])
+def test_plan_never_certifies_a_forged_test_run(measured: Workspace, script: str) -> None:
+    """The cheat lands as a person's commit would (build never keeps it); plan is the judge of record."""
+    prompt = measured.state / "build" / "prompt-for-plant.md"
+    prompt.parent.mkdir(parents=True, exist_ok=True)
+    prompt.write_text("Requirements: TK-1\n")
+    plant = subprocess.run([sys.executable, str(HOSTILE / script)], cwd=measured.code, capture_output=True, text=True,
+                           env={"PATH": os.environ["PATH"], "BANACH_PROMPT_FILE": str(prompt)})
+    assert plant.returncode == 0, plant.stderr
+    git(measured.code, "add", "-A")
+    git(measured.code, "commit", "-qm", "cheat")
+    result = cli("plan-loop", "certify", "--workspace", str(measured.root))
+    assert "CERTIFIED" not in result.stdout, result.stdout
+    plan = json.loads(measured.fix_plan_json.read_text())
+    assert "TK-1" in {r for item in plan["items"] for r in item["requirements"]}
+    if script == "patched_runner.py":
+        assert "MEASUREMENT VOID for TK-1" in result.stdout, result.stdout
+
+
 # class 6 -----------------------------------------------------------------------------------------
 def test_recovery_does_not_adopt_the_agents_own_commit(measured: Workspace) -> None:
     """Without Landlock the agent can commit with the governor's trailers and kill build-loop mid-turn;
