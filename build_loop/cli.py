@@ -7,8 +7,10 @@ import click
 
 from build_loop.agents import all_state_paths
 from build_loop.governor import Governor, Options
+from build_loop.history import unblock_items
 from build_loop.report import iteration_text, latest_iteration, summary
 from build_loop.run import serve_build
+from canon.store import CanonStore
 from shared.boundary import run_cli, workspace_option
 from shared.daemon import Stopper
 from shared.isolation import restrict_self
@@ -85,6 +87,19 @@ def report(workspace: Path, n: int | None, what: str | None) -> None:
     ws = Workspace.open(workspace)
     number = n if n is not None else latest_iteration(ws)
     click.echo(iteration_text(ws, number, what) if what else summary(ws, number))
+
+
+@cli.command("unblock")
+@workspace_option
+@click.argument("items", nargs=-1)
+def unblock_command(workspace: Path, items: tuple[str, ...]) -> None:
+    """Give blocked items a fresh attempt budget (all blocked items when none is named), once their cause is fixed.
+
+    Example: build-loop unblock TK-1.6211d9
+    """
+    ws = Workspace.open(workspace)
+    for item in unblock_items(ws, list(items)):
+        click.echo(f"unblocked {item}: it gets a fresh attempt budget under canon v{CanonStore(ws.canon).version()}")
 
 
 def main() -> None:

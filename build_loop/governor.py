@@ -23,7 +23,7 @@ from typing import Any
 
 from build_loop import agents
 from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns, snapshot
-from build_loop.history import ItemHistory, blocked_items, item_history, next_iteration, skipped_green
+from build_loop.history import ItemHistory, item_history, next_iteration, skipped_green
 from build_loop.picker import pick
 from build_loop.prompt import render
 from build_loop.reactions import Reaction, react
@@ -33,6 +33,7 @@ from canon.store import CanonStore
 from shared.atomic import file_lock, write_json, write_text
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
+from shared.contracts.blocks import BLOCKED, UNBLOCK_HINT, current_blocks, explain
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.export import remove_tree
 from shared.git import Entry, GitRepo, RefState
@@ -155,13 +156,16 @@ class Governor:
         return outcome
 
     def _next(self, plan: FixPlan) -> Outcome:
-        blocked = blocked_items(self.journal, plan.canon_version)
+        blocks = current_blocks(self.journal, plan.canon_version)
+        blocked = set(blocks)
         done = self._done(plan)
         item = pick(plan, done=done, blocked=blocked, first_seen=self._first_seen())
         if item is None:
             open_left = len(plan.items) - len(done)
             if blocked and open_left > 0:
-                return Outcome("idle", f"nothing to do: {len(blocked)} item(s) blocked, the rest done or waiting on them")
+                lines = [explain(item_id, block) for item_id, block in sorted(blocks.items())]
+                return Outcome("idle", f"nothing to do: {len(blocked)} item(s) blocked, the rest done or waiting on them:\n  "
+                               + "\n  ".join(lines) + f"\n{UNBLOCK_HINT}")
             return Outcome("idle", "nothing open that build has not already done: waiting for plan-loop to re-measure")
         canon = self.canon_store.load()
         history = item_history(self.journal, item.id, canon.version)
@@ -405,7 +409,7 @@ class Governor:
         ladder = build.rungs
         attempts, streak = history.attempts + 1, history.streak + 1
         if attempts >= build.max_attempts:
-            self.journal.append("item.blocked", {
+            self.journal.append(BLOCKED, {
                 "item": item.id, "canon_version": canon.version, "attempts": attempts,
                 "evidence": {"reason": outcome.details.get("reason"), "failing": outcome.details.get("failing_after",
                                                                                                    outcome.details.get("failing_before")),

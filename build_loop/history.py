@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.contracts.blocks import BLOCKED, UNBLOCKED, current_blocks
+from shared.errors import BanachError
 from shared.journal import Journal
+from shared.workspace import Workspace
 
 FAILED = ("rollback", "stall")
 
@@ -44,13 +47,28 @@ def item_history(journal: Journal, item_id: str, canon_version: int) -> ItemHist
         elif row.kind == "ladder.climb":
             history.rung = data["to"]
             history.streak = 0
-        elif row.kind == "item.blocked" and data.get("canon_version") == canon_version:
+        elif row.kind == BLOCKED and data.get("canon_version") == canon_version:
             history.blocked = data
+        elif row.kind == UNBLOCKED:  # a person gave it a fresh budget
+            history.blocked, history.attempts, history.streak = None, 0, 0
     return history
 
 
 def blocked_items(journal: Journal, canon_version: int) -> set[str]:
-    return {row.data["item"] for row in journal.rows("item.blocked") if row.data.get("canon_version") == canon_version}
+    return set(current_blocks(journal, canon_version))
+
+
+def unblock(journal: Journal, items: list[str], canon_version: int) -> list[str]:
+    """Record that a person unblocked these items (all blocked ones when items is empty); returns them."""
+    blocked = current_blocks(journal, canon_version)
+    unknown = [item for item in items if item not in blocked]
+    if unknown:
+        raise BanachError(f"not blocked under canon v{canon_version}: {', '.join(unknown)}; blocked now: "
+                          f"{', '.join(sorted(blocked)) or 'none'}")
+    chosen = items or sorted(blocked)
+    for item in chosen:
+        journal.append(UNBLOCKED, {"item": item, "canon_version": canon_version, "by": "a person (build-loop unblock)"})
+    return chosen
 
 
 def skipped_green(journal: Journal, plan_pass: int) -> set[str]:
@@ -62,3 +80,11 @@ def skipped_green(journal: Journal, plan_pass: int) -> set[str]:
 def next_iteration(journal: Journal) -> int:
     last = journal.last("iteration.started")
     return 1 if last is None else int(last.data["n"]) + 1
+
+
+def unblock_items(ws: Workspace, items: list[str]) -> list[str]:
+    """`build-loop unblock`: the workspace's build journal, canon's current version."""
+    from canon.store import CanonStore
+
+    with Journal.for_role(ws, "build") as journal:
+        return unblock(journal, items, CanonStore(ws.canon).version())

@@ -6,6 +6,7 @@ from typing import Any
 from canon.store import CanonStore
 from shared import supervisor
 from shared.contracts import fix_plan as fix_plan_file
+from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.errors import BanachError
 from shared.git import GitRepo
 from shared.journal import Journal
@@ -33,12 +34,13 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
                 counts["last_agent"] = row.data.get("agent") or ""
             elif row.kind == "ladder.climb":
                 counts["ladder_climbs"] += 1
-            elif row.kind == "item.blocked":
-                counts["blocked"] += 1
             elif row.kind == "scope.fighting":
                 counts["scope_fighting"] += 1
             elif row.kind == "paused" and row.data.get("canon_version") == canon_version:
                 counts["paused"] = row.data["message"]
+        blocks = current_blocks(journal, canon_version)
+    counts["blocked"] = len(blocks)
+    counts["blocked_items"] = [explain(item, block) for item, block in sorted(blocks.items())]
     return counts
 
 
@@ -134,6 +136,10 @@ def render(info: dict[str, Any]) -> str:
     b = info["build"]
     lines.append(f"build       {b['iterations']} iterations: {b['keeps']} kept, {b['rollbacks']} rolled back, "
                  f"{b['stalls']} stalled, {b['ladder_climbs']} ladder climbs, {b['blocked']} blocked")
+    for line in b.get("blocked_items", []):
+        lines.append(f"BLOCKED     {line}")
+    if b.get("blocked_items"):
+        lines.append(f"            {UNBLOCK_HINT}")
     if b["paused"]:
         lines.append(f"PAUSED      {b['paused']}")
     iso = info["isolation"]

@@ -182,6 +182,23 @@ def test_attempts_are_bounded_and_the_item_is_blocked(measured: Workspace) -> No
     assert last_iteration(measured)["item"].startswith("TK-2.")
 
 
+def test_a_blocked_item_is_named_with_its_reason_and_can_be_unblocked(measured: Workspace) -> None:
+    text = (measured.root / "banach.toml").read_text().replace("max_attempts = 4", "max_attempts = 1")
+    (measured.root / "banach.toml").write_text(text)
+    once(measured, "no_change.py")
+    blocked_item = last_iteration(measured)["item"]
+    shown = cli("banach", "status", "--workspace", str(measured.root)).stdout
+    assert f"BLOCKED     {blocked_item}: blocked after 1 attempts: the turn left no change in scope" in shown
+    assert "see build-loop report 1" in shown and "build-loop unblock ITEM" in shown
+    wrong = cli("build-loop", "unblock", "TK-9.nothing", "--workspace", str(measured.root))
+    assert wrong.returncode == 1 and f"blocked now: {blocked_item}" in wrong.stderr
+    result = cli("build-loop", "unblock", str(blocked_item), "--workspace", str(measured.root))
+    assert result.returncode == 0 and f"unblocked {blocked_item}" in result.stdout
+    assert "BLOCKED" not in cli("banach", "status", "--workspace", str(measured.root)).stdout
+    once(measured, "good.py")  # a fresh budget: the same item is taken again, and kept
+    assert last_iteration(measured)["item"] == blocked_item and last_iteration(measured)["decision"] == "keep"
+
+
 def test_ladder_climbs_after_stall_patience(measured: Workspace) -> None:
     config = measured.root / "banach.toml"
     text = config.read_text().replace('agent = "sim"', 'agent = "sim"\nladder = ["cheap", "strong"]')
