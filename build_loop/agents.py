@@ -11,12 +11,15 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from shared.config import AgentPreset, Config
 from shared.errors import AgentError
+from shared.workspace import Workspace
 
 SIMULATED_LABEL = "SIMULATED AGENT (a scripted stand-in for an LLM)"
 
@@ -27,6 +30,8 @@ class Invocation:
     label: str  # what people are told is running
     state_paths: tuple[Path, ...] = ()  # the CLI's own state, which the sandbox lets it write
     preset: str = ""  # "" for --agent-command
+    env: tuple[tuple[str, str], ...] = ()  # what this CLI needs besides build.env_allow: its endpoint, key, switches
+    base_url: str = ""  # the endpoint it was pointed at; "" for the CLI's own provider
 
 
 @dataclass(frozen=True)
@@ -42,24 +47,38 @@ class TurnReport:
 # Each: (executable, flags before the prompt, how the prompt is passed: "stdin" | "arg" | "file-flag:<flag>")
 _PRESETS: dict[str, tuple[str, tuple[str, ...], str, str]] = {
     # Claude Code, print mode: `claude -p` reads the prompt from stdin; JSON output carries total_cost_usd.
+    # --dangerously-skip-permissions: no approval prompts, Banach is the sandbox (as root claude also needs
+    # IS_SANDBOX=1, see _CLI_ENV).
     "claude": ("claude", ("-p", "--output-format", "json", "--dangerously-skip-permissions"), "stdin", "--model"),
-    # Codex CLI: `codex exec` runs non-interactively ('-' reads the prompt from stdin); workspace-write lets it
-    # edit the work tree (its own sandbox, inside ours); --ephemeral keeps no session files.
-    "codex": ("codex", ("exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral"), "stdin-dash",
-              "--model"),
-    # Aider: one message from a file, no auto-commits (the governor commits), no prompts.
-    # --no-gitignore: aider would otherwise add .aider* to .gitignore, an edit outside every item's scope.
-    "aider": ("aider", ("--yes-always", "--no-auto-commits", "--no-gitignore", "--no-stream", "--no-pretty"),
+    # Codex CLI: `codex exec` runs non-interactively ('-' reads the prompt from stdin); --ephemeral keeps no session
+    # files. Its own sandbox (bubblewrap) cannot start inside Landlock and every tool call would fail while codex exits
+    # 0: --dangerously-bypass-approvals-and-sandbox is its documented switch for "externally sandboxed".
+    "codex": ("codex", ("exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "--ephemeral"),
+              "stdin-dash", "--model"),
+    # Aider: one message from a file, no prompts. --no-git: the governor owns git (aider would otherwise `git init`
+    # a work tree whose git directory lives elsewhere, commit, and edit .gitignore), and with no repository aider
+    # keeps no repo-map cache (.aider.tags.cache.v*) in the work tree. No update check, release notes, model
+    # warnings or analytics prompt, which would wait on a person or reach the network; no shell commands, since
+    # the governor runs the checks. Edits in aider's text format: "whole" for a model aider does not know, its
+    # own choice (diff, udiff) for one it does.
+    "aider": ("aider", ("--yes-always", "--no-git", "--no-stream", "--no-pretty", "--no-fancy-input", "--no-check-update",
+                        "--no-show-release-notes", "--no-show-model-warnings", "--no-analytics",
+                        "--no-suggest-shell-commands", "--no-detect-urls"),
               "file-flag:--message-file",
               "--model"),
-    # Gemini CLI: headless with -p; --yolo approves tool calls.
-    "gemini": ("gemini", ("--yolo", "--output-format", "json"), "flag:-p", "--model"),
-    # opencode: `opencode run MESSAGE`.
-    "opencode": ("opencode", ("run",), "arg", "--model"),
+    # Gemini CLI: a piped stdin is a headless run with that prompt (-p as well would send it twice); --yolo approves
+    # tool calls, which gemini honours only in a trusted folder (GEMINI_CLI_TRUST_WORKSPACE, see _CLI_ENV).
+    "gemini": ("gemini", ("--yolo", "--output-format", "json"), "stdin", "--model"),
+    # opencode: `opencode run` reads a piped stdin as the message (an argument too would send it twice). --title:
+    # without one, opencode sends the prompt in a second request to name the session. opencode retries a 429
+    # without end and says nothing; --print-logs at ERROR puts each "Rate limit exceeded" on stderr, so a turn
+    # that ends on the budget with those lines reads as rate limited.
+    "opencode": ("opencode", ("run", "--title", "banach", "--print-logs", "--log-level", "ERROR"), "stdin", "--model"),
     # goose: `goose run -i FILE` reads instructions from a file; --no-session keeps no state.
     "goose": ("goose", ("run", "--no-session"), "file-flag:-i", ""),
-    # pi: print mode reads the prompt from stdin.
-    "pi": ("pi", ("-p",), "stdin", "--model"),
+    # pi: print mode reads the prompt from stdin; --no-session keeps no session file; --offline: no update or
+    # package checks at startup. The model is "provider/id", the provider from ~/.pi/agent/models.json or built in.
+    "pi": ("pi", ("-p", "--no-session", "--offline"), "stdin", "--model"),
 }
 
 _LIMIT_PATTERNS = {
@@ -75,10 +94,11 @@ _LIMIT_PATTERNS = {
     "sim": re.compile(r"SIMULATED RATE LIMIT", re.IGNORECASE),
 }
 # Where each CLI keeps its login, sessions and caches, as its documentation gives them. A CLI that cannot write
-# there under the sandbox fails before it starts; only paths that exist are granted, and nothing else outside
-# the work tree is. agents.NAME.state_paths replaces the list.
+# there under the sandbox fails before it starts; the folders are created before build restricts itself (a CLI that
+# never ran on the account has none yet), and nothing else outside the work tree is granted. agents.NAME.state_paths
+# replaces the list. A preset with base_url among _SCRATCH_HOME keeps its state in the turn's scratch instead.
 STATE_PATHS: dict[str, tuple[str, ...]] = {
-    "claude": ("$CLAUDE_CONFIG_DIR", "~/.claude", "~/.claude.json", "~/.config/claude"),
+    "claude": ("$CLAUDE_CONFIG_DIR", "~/.claude"),  # with CLAUDE_CONFIG_DIR set (see preset_env) .claude.json is in it
     "codex": ("$CODEX_HOME", "~/.codex"),
     "aider": ("~/.aider",),
     "gemini": ("~/.gemini",),
@@ -87,9 +107,31 @@ STATE_PATHS: dict[str, tuple[str, ...]] = {
     "pi": ("~/.pi",),
 }
 
+# What each CLI needs on every turn, base_url or not.
+_CLI_ENV: dict[str, dict[str, str]] = {
+    # As root, claude refuses --dangerously-skip-permissions unless IS_SANDBOX=1 (or CLAUDE_CODE_BUBBLEWRAP) says it
+    # runs in a sandbox, which under Banach it does. No auto-update, telemetry or other traffic besides the model.
+    # Two retries, not ten: a 429 is Banach's to wait out (with ten, claude spends minutes before it exits 1).
+    "claude": {"IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+               "CLAUDE_CODE_MAX_RETRIES": "2"},
+    # Headless gemini turns --yolo off and exits 55 in a folder it does not trust. The work tree is the agent's to
+    # write anyway, and what runs in it runs inside Banach's sandbox.
+    "gemini": {"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+}
+_BASE_URL_ENV = {"claude": "ANTHROPIC_BASE_URL", "gemini": "GOOGLE_GEMINI_BASE_URL"}
+_KEY_ENV = {"claude": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
+# With a base_url these run with their config folder in the turn's scratch, named by this variable.
+_SCRATCH_HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "gemini": "GEMINI_CLI_HOME"}
+
 _EPOCH_RESET = re.compile(r"limit reached\|(\d{9,11})")
 _CLOCK_RESET = re.compile(r"resets?(?: at)? (\d{1,2})(?::(\d\d))?\s*(am|pm)?", re.IGNORECASE)
-_IN_RESET = re.compile(r"try again in (\d+)\s*(second|minute|hour)s?", re.IGNORECASE)
+# "try again in 20 seconds", Gemini's "Please retry in 20s", and OpenAI's own "try again in 20s", "1m30s",
+# "820ms" (as pi and opencode print it)
+_IN_RESET = re.compile(r"(?:try again|retry) in "
+                       r"((?:\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)(?![a-z])\s*)+)",
+                       re.IGNORECASE)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|mil|s|m|h)", re.IGNORECASE)
+_UNIT_SECONDS = {"ms": 0.001, "mil": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _SUCCESS_CLAIM = re.compile(r"\b(SUCCESS|all tests pass(?:ed)?|task complete|<promise>.*</promise>)", re.IGNORECASE)
 
 
@@ -100,32 +142,69 @@ def preset_for(config: Config, name: str) -> AgentPreset:
         raise AgentError(f"no agent preset named '{name}' in banach.toml; defined: {', '.join(sorted(config.agents))}") from None
 
 
+def _state_patterns(config: Config, name: str) -> tuple[str, ...]:
+    preset = preset_for(config, name)
+    if preset.state_paths is not None:
+        return preset.state_paths
+    if preset.base_url and preset.preset in _SCRATCH_HOME:
+        return ()  # a fresh config folder in the turn's scratch: see preset_env
+    return STATE_PATHS.get(preset.preset, ())
+
+
+def _expanded(pattern: str) -> Path | None:
+    expanded = os.path.expanduser(os.path.expandvars(pattern))
+    if "$" in expanded or not expanded.startswith("/"):
+        return None  # an unset variable, or ~ with no HOME
+    return Path(expanded)
+
+
 def state_paths(config: Config, name: str) -> tuple[Path, ...]:
     """The existing paths where agent preset `name` keeps its own state, expanded for this process."""
-    preset = preset_for(config, name)
-    patterns = preset.state_paths if preset.state_paths is not None else STATE_PATHS.get(preset.preset, ())
-    found: list[Path] = []
-    for pattern in patterns:
-        expanded = os.path.expanduser(os.path.expandvars(pattern))
-        if "$" in expanded or not expanded.startswith("/"):
-            continue  # an unset variable, or ~ with no HOME
-        path = Path(expanded)
-        if path.exists():
-            found.append(path.resolve())
+    found = [path.resolve() for path in map(_expanded, _state_patterns(config, name)) if path is not None and path.exists()]
     return tuple(dict.fromkeys(found))
 
 
 def all_state_paths(config: Config) -> tuple[Path, ...]:
-    """What every rung of the ladder may write: build-loop keeps these open for its agents to inherit."""
+    """What every rung of the ladder may write: build-loop keeps these open for its agents to inherit. Called before
+    build restricts itself: a missing state folder (the CLI never ran on this account) is created here, since
+    afterwards neither build nor its agent could make it. A path that names a file (*.json) is left alone."""
+    for rung in config.build.rungs:
+        for path in map(_expanded, _state_patterns(config, rung)):
+            if path is not None and not path.exists() and path.suffix != ".json":
+                try:
+                    path.mkdir(parents=True, mode=0o700)
+                except OSError:
+                    continue  # not ours to create (a read-only HOME): the CLI says so in its turn
     return tuple(dict.fromkeys(path for rung in config.build.rungs for path in state_paths(config, rung)))
 
 
 def preset_env(invocation: Invocation, scratch: Path) -> dict[str, str]:
-    """Settings that keep a CLI's own files out of the work tree, where the fence would count them as edits."""
+    """The environment a CLI needs besides build.env_allow: its endpoint and key, the switches that make it run
+    headless inside Banach's sandbox, and settings that keep its own files out of the work tree, where the fence would
+    count them as edits. With a base_url, claude, codex and gemini get a fresh config folder in `scratch` (created
+    here, with gemini's settings file): they need no login or state in HOME, and nothing of theirs outlives the turn."""
+    env = dict(_CLI_ENV.get(invocation.preset, {}))
     if invocation.preset == "aider":
-        return {"AIDER_CHAT_HISTORY_FILE": str(scratch / ".aider.chat.history.md"),
-                "AIDER_INPUT_HISTORY_FILE": str(scratch / ".aider.input.history")}
-    return {}
+        env.update({"AIDER_CHAT_HISTORY_FILE": str(scratch / ".aider.chat.history.md"),
+                    "AIDER_INPUT_HISTORY_FILE": str(scratch / ".aider.input.history")})
+    if invocation.preset == "claude" and not invocation.base_url:
+        # claude writes ~/.claude.json by renaming a temporary file in HOME, which only a writable HOME allows; with
+        # CLAUDE_CONFIG_DIR set it keeps that file in the (granted) config folder instead.
+        env["CLAUDE_CONFIG_DIR"] = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
+    if invocation.base_url and invocation.preset in _SCRATCH_HOME:
+        home = scratch / f"{invocation.preset}-home"
+        home.mkdir(parents=True, exist_ok=True)
+        env[_SCRATCH_HOME[invocation.preset]] = str(home)
+        if invocation.preset == "gemini":
+            # With GOOGLE_GEMINI_BASE_URL gemini picks its "gateway" auth, which its headless check rejects ("Invalid
+            # auth method selected.", exit 41); named in its user settings, the key auth uses the base URL too. Two
+            # attempts, not ten: a limit is Banach's to wait out. No usage statistics: they would go to Google.
+            (home / ".gemini").mkdir(exist_ok=True)
+            settings = {"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"maxAttempts": 2},
+                        "privacy": {"usageStatisticsEnabled": False}}
+            (home / ".gemini" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    env.update(dict(invocation.env))
+    return env
 
 
 def invocation(config: Config, name: str, prompt_file: Path, *, override: str = "") -> Invocation:
@@ -143,9 +222,16 @@ def invocation(config: Config, name: str, prompt_file: Path, *, override: str = 
         if not preset.command:
             raise AgentError(f"agent preset '{name}' is 'command' but has no command; set agents.{name}.command")
         return Invocation((*shlex.split(preset.command), *preset.extra_args), f"command: {preset.command}",
-                          state_paths(config, name), "command")
+                          state_paths(config, name), "command", _endpoint_env(name, preset))
     executable, flags, prompt_mode, model_flag = _PRESETS[preset.preset]
     argv: list[str] = [*(shlex.split(preset.command) if preset.command else [executable]), *flags]
+    endpoint = _endpoint_env(name, preset)
+    if preset.base_url and preset.preset == "codex":
+        # a model provider of its own, given on the command line: no config.toml to write. Codex appends /responses.
+        key = preset.api_key_env or "OPENAI_API_KEY"
+        provider = f'{{name="banach", base_url="{preset.base_url}", env_key="{key}", wire_api="responses", ' \
+                   'request_max_retries=1, stream_max_retries=1}'
+        argv += ["-c", "model_provider=banach", "-c", f"model_providers.banach={provider}"]
     if preset.model and model_flag:
         argv += [model_flag, preset.model]
     argv += list(preset.extra_args)
@@ -159,7 +245,28 @@ def invocation(config: Config, name: str, prompt_file: Path, *, override: str = 
     elif prompt_mode.startswith("file-flag:"):
         argv += [prompt_mode.split(":", 1)[1], str(prompt_file)]
     return Invocation(tuple(argv), f"{preset.preset}{' ' + preset.model if preset.model else ''}",
-                      state_paths(config, name), preset.preset)
+                      state_paths(config, name), preset.preset, endpoint, preset.base_url)
+
+
+def _endpoint_env(name: str, preset: AgentPreset) -> tuple[tuple[str, str], ...]:
+    """The preset's endpoint and key as the CLI reads them, then its `env`."""
+    env: dict[str, str] = {}
+    if preset.base_url:
+        if preset.preset not in _BASE_URL_ENV and preset.preset != "codex":
+            raise AgentError(f"agents.{name}.base_url: preset '{preset.preset}' takes its endpoint from its own config, "
+                             "not from base_url; see docs/agents.md for how to point it at a server")
+        if preset.preset in _BASE_URL_ENV:
+            env[_BASE_URL_ENV[preset.preset]] = preset.base_url
+    if preset.api_key_env:
+        key = os.environ.get(preset.api_key_env)
+        if not key:
+            raise AgentError(f"agents.{name}.api_key_env names {preset.api_key_env}, which is not set in build-loop's "
+                             f"environment; export it before starting build-loop, or clear api_key_env")
+        env[preset.api_key_env] = key
+        if preset.preset in _KEY_ENV:
+            env[_KEY_ENV[preset.preset]] = key
+    env.update(preset.env)
+    return tuple(env.items())
 
 
 def read_turn(config: Config, name: str, stdout: str, stderr: str, returncode: int, *, now: float) -> TurnReport:
@@ -181,8 +288,8 @@ def _reset_time(text: str, now: float) -> float | None:
         return float(epoch.group(1))
     later = _IN_RESET.search(text)
     if later:
-        unit = {"second": 1, "minute": 60, "hour": 3600}[later.group(2).lower()]
-        return now + int(later.group(1)) * unit
+        return now + sum(float(amount) * _UNIT_SECONDS[unit.lower()]
+                         for amount, unit in _DURATION_PART.findall(later.group(1)))
     clock = _CLOCK_RESET.search(text)
     if clock:
         hour, minute = int(clock.group(1)) % 12 if clock.group(3) else int(clock.group(1)), int(clock.group(2) or 0)
@@ -194,3 +301,57 @@ def _reset_time(text: str, now: float) -> float | None:
             reset += dt.timedelta(days=1)
         return reset.timestamp()
     return None
+
+
+@dataclass(frozen=True)
+class AgentCheck:
+    ok: bool
+    what: str
+    fix: str = ""
+
+
+def is_bundled_example(ws: Workspace) -> bool:
+    return (ws.canon / "requirements" / "textkit.md").is_file() and (ws.code / "textkit").is_dir()
+
+
+def check_agents(ws: Workspace) -> list[AgentCheck]:
+    """Run each ladder rung's CLI with --version through the same sandbox its turns get, so that a missing or
+    broken agent shows before a turn is spent on it; and refuse the simulated agent on a real repository."""
+    from shared.isolation import sandbox_argv
+    from shared.process import Request, run
+
+    checks = []
+    scratch = Path(tempfile.mkdtemp(prefix="banach-agent-check-"))
+    try:
+        for rung in dict.fromkeys(ws.config.build.rungs):
+            preset = preset_for(ws.config, rung)
+            if preset.preset == "sim":
+                example = is_bundled_example(ws)
+                checks.append(AgentCheck(example, f"agent {rung}: the SIMULATED agent" + (
+                    " (fine for the bundled example)" if example else ", on a workspace that is not the bundled example: "
+                    "it only knows the example's reference changes, so every item would stall"),
+                    "" if example else "set build.agent to a real preset (docs/agents.md shows a working banach.toml "
+                    "for claude, codex and aider)"))
+                continue
+            try:
+                call = invocation(ws.config, rung, scratch / "prompt.md")
+            except AgentError as exc:
+                checks.append(AgentCheck(False, f"agent {rung}: {exc}", "fix the preset in banach.toml"))
+                continue
+            program = shlex.split(preset.command)[0] if preset.command else call.argv[0]
+            env = {key: os.environ[key] for key in ws.config.build.env_allow if key in os.environ}
+            env.update({**preset_env(call, scratch), "TMPDIR": str(scratch)})
+            argv = sandbox_argv(ws, (program, "--version"), [scratch, *call.state_paths])
+            outcome = run(Request(argv, cwd=scratch, env=env, timeout=60))
+            said = (outcome.stdout + outcome.stderr).strip().splitlines()
+            if outcome.ok:
+                checks.append(AgentCheck(True, f"agent {rung}: {program} --version: {said[0] if said else '(no output)'}"))
+            else:
+                status = "timed out" if outcome.timed_out else f"exit code {outcome.returncode}"
+                checks.append(AgentCheck(False, f"agent {rung}: {program} --version failed ({status}): "
+                                         f"{said[-1] if said else 'no output'}",
+                                         f"install {program} where build-loop finds it (scripts/install_clis.py installs "
+                                         f"the pinned CLIs), or fix agents.{rung}.command in banach.toml"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return checks

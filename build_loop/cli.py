@@ -1,11 +1,13 @@
 """build-loop: executes one fix_plan item per fresh agent process, behind the governor."""
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import click
 
-from build_loop.agents import all_state_paths
+from build_loop.agents import all_state_paths, check_agents
 from build_loop.governor import Governor, Options
 from build_loop.history import unblock_items
 from build_loop.report import iteration_text, latest_iteration, summary
@@ -100,6 +102,17 @@ def unblock_command(workspace: Path, items: tuple[str, ...]) -> None:
     ws = Workspace.open(workspace)
     for item in unblock_items(ws, list(items)):
         click.echo(f"unblocked {item}: it gets a fresh attempt budget under canon v{CanonStore(ws.canon).version()}")
+
+
+@cli.command("check-agent")
+@workspace_option
+def check_agent_command(workspace: Path) -> None:
+    """Run each ladder rung's agent with --version through its sandbox; one JSON line per finding (banach doctor reads them).
+
+    Example: build-loop check-agent -w ws
+    """
+    for check in check_agents(Workspace.open(workspace)):
+        click.echo(json.dumps({"ok": check.ok, "what": check.what, "fix": check.fix}))
 
 
 def main() -> None:

@@ -12,6 +12,8 @@ keep (when its commit landed: a commit is atomic) or rolls the work tree back to
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 import shutil
 import sys
@@ -43,6 +45,9 @@ from shared.process import Limits, Request, become_subreaper, run
 from shared.workspace import Workspace
 
 
+AGENT_FAILURES_TO_PAUSE = 3
+
+
 @dataclass(frozen=True)
 class Options:
     agent_command: str = ""
@@ -51,7 +56,7 @@ class Options:
 
 @dataclass(frozen=True)
 class Outcome:
-    decision: str  # keep, rollback, stall, already_green, rate_limited, abandoned, idle, interrupted, paused
+    decision: str  # keep, rollback, stall, agent_failed, already_green, rate_limited, abandoned, idle, interrupted, paused
     message: str
     n: int | None = None
     item: str | None = None
@@ -71,6 +76,10 @@ class Governor:
         self.journal = Journal.for_role(ws, "build")
         self.dir = ws.role_dir("build")
         self.subreaper = become_subreaper()
+        # which agent set-up a failure belongs to: a changed banach.toml or --agent-command gets a fresh try
+        agent_setup = {"command": self.options.agent_command, "build": ws.config.build.model_dump(mode="json"),
+                       "agents": {name: preset.model_dump(mode="json") for name, preset in ws.config.agents.items()}}
+        self.agent_setup = hashlib.sha256(json.dumps(agent_setup, sort_keys=True).encode()).hexdigest()[:16]
 
     def close(self) -> None:
         self.journal.close()
@@ -147,6 +156,9 @@ class Governor:
         plan, why = self._plan()
         if plan is None:
             return Outcome("idle", why)
+        broken = self._agent_broken()
+        if broken:
+            return Outcome("paused", broken)
         reaction = self._react(plan)
         if reaction is not None and reaction.pause:
             return Outcome("paused", reaction.message)
@@ -154,6 +166,20 @@ class Governor:
         if reaction is not None:
             return dataclasses.replace(outcome, message=f"{reaction.message}\n{outcome.message}")
         return outcome
+
+    def _agent_broken(self) -> str:
+        """When the agent failed to run on the last AGENT_FAILURES_TO_PAUSE turns with this same set-up, trying
+        again burns nothing but time: say what to fix instead."""
+        recent = [row.data for row in self.journal.rows("iteration.ended")[-AGENT_FAILURES_TO_PAUSE:]]
+        if len(recent) < AGENT_FAILURES_TO_PAUSE or any(
+                r.get("decision") != "agent_failed" or r.get("agent_setup") != self.agent_setup for r in recent):
+            return ""
+        last = recent[-1]
+        tail = "\n    ".join(str(last.get("stderr_tail", "")).splitlines()[-8:]) or "(it printed nothing on stderr)"
+        return (f"PAUSED: the agent failed to run on the last {len(recent)} turns ({last.get('agent')}: exit code "
+                f"{last.get('exit_code')}); its stderr ended with:\n    {tail}\n"
+                "Fix the agent's command, installation, key or settings in banach.toml (banach doctor runs it), then "
+                "restart build-loop (banach down && banach up, or supervisorctl restart build).")
 
     def _next(self, plan: FixPlan) -> Outcome:
         blocks = current_blocks(self.journal, plan.canon_version)
@@ -212,13 +238,9 @@ class Governor:
         return read_sensors(sensors, self.ws.code, self._sensor_env(canon_dir, scratch), scratch, wrap, self._limits())
 
     def _checkpoint_reading(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
-        import hashlib
-
         key = hashlib.sha256(repr((head, [(s.name, s.argv, s.kind) for s in sensors])).encode()).hexdigest()[:24]
         cache = self.dir / "readings" / f"{key}.json"
         if cache.exists():
-            import json
-
             return Reading.from_json(json.loads(cache.read_text()))
         reading = self._read(sensors, canon_dir, scratch)
         write_json(cache, reading.as_json())
@@ -363,6 +385,12 @@ class Governor:
             return outcome
         entries = snapshot(self.code, fenced.kept)
         changed = sorted(entries)
+        if not changed and turn.returncode != 0 and not turn.timed_out:
+            roll_back()  # the agent did not run (missing, misconfigured, refused): not an attempt on the item
+            tail = "\n".join(turn.stderr.strip().splitlines()[-15:])
+            first = tail.splitlines()[-1] if tail else "no output on stderr"
+            return end("agent_failed", f"the agent exited with code {turn.returncode} and changed nothing: {first}",
+                       **guard_facts, changed=[], stderr_tail=tail, agent_setup=self.agent_setup)
         if not changed:
             roll_back()
             outcome = end("stall", "the turn left no change in scope" + (" (timed out)" if turn.timed_out else ""),

@@ -105,6 +105,19 @@ class AgentPreset(Model):
     command: str = Field("", description="for preset 'command': the program line; others: override the executable")
     model: str = Field("", description="model name passed to the CLI, where it takes one")
     extra_args: tuple[str, ...] = Field((), description="appended to the preset's argv")
+    base_url: str = Field(
+        "", pattern=r"^(https?://\S+)?$",
+        description="claude, codex, gemini: the model endpoint, set through the CLI's own base-URL setting "
+        "(ANTHROPIC_BASE_URL, a codex model provider, GOOGLE_GEMINI_BASE_URL); the CLI then runs with a fresh "
+        "config folder in the turn's scratch and needs no login or state in HOME. Empty: the CLI's own provider and login")
+    api_key_env: str = Field(
+        "", pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$",
+        description="name of the variable in build-loop's environment that holds the provider key; the agent gets it "
+        "under that name and under the name its CLI reads (ANTHROPIC_API_KEY, GEMINI_API_KEY; codex's provider "
+        "env_key), without adding it to build.env_allow")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="more environment for this CLI only, set after the preset's own (e.g. CLAUDE_CODE_MAX_RETRIES)")
     state_paths: tuple[str, ...] | None = Field(
         None, description="where this CLI keeps its own state (login, sessions), which the sandbox lets it write; "
         "each starts with ~ or $VAR or /; default: the preset's documented locations")

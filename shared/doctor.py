@@ -69,7 +69,29 @@ def examine(ws: Workspace | None) -> list[Finding]:
                                 "and keep the workspace outside private folders"))
         findings.append(Finding(os.geteuid() == 0, "users backend: 'banach up' must run as root",
                                 "" if os.geteuid() == 0 else "run 'sudo banach up'"))
+    findings += _agent_findings(ws)
     for store, path in (("canon", ws.canon / ".git"), ("code", ws.code_git)):
         findings.append(Finding(path.exists(), f"{store}: " + ("a git repository" if path.exists() else "not a git repository"),
                                 "" if path.exists() else "create the workspace with 'banach init'"))
+    return findings
+
+
+def _agent_findings(ws: Workspace) -> list[Finding]:
+    """build-loop knows its agents: ask it, as a process (shared never imports a loop)."""
+    import json
+
+    from shared.process import Request, run
+
+    outcome = run(Request((sys.executable, "-I", "-m", "build_loop", "check-agent", "--workspace", str(ws.root)),
+                          cwd=ws.root, env=dict(os.environ), timeout=180))
+    findings = []
+    for line in outcome.stdout.splitlines():
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        findings.append(Finding(bool(data["ok"]), str(data["what"]), str(data.get("fix", ""))))
+    if not outcome.ok and not findings:
+        findings.append(Finding(False, f"agent: the check could not run: {(outcome.stderr.strip().splitlines() or ['?'])[-1]}",
+                                "run 'build-loop check-agent' to see why"))
     return findings

@@ -17,7 +17,7 @@ from shared.workspace import LOOP_ROLES, ROLES, Workspace
 
 def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0, "ladder_climbs": 0,
-              "blocked": 0, "scope_fighting": 0, "last_agent": ""}
+              "blocked": 0, "scope_fighting": 0, "last_agent": "", "agent_failed": 0, "last_failure": None}
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
         return counts
@@ -27,7 +27,13 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
                 decision = row.data.get("decision")
                 if decision != "already_green":
                     counts["iterations"] += 1
-                key = {"keep": "keeps", "rollback": "rollbacks", "stall": "stalls", "interrupted": "interrupted"}.get(decision or "")
+                key = {"keep": "keeps", "rollback": "rollbacks", "stall": "stalls", "interrupted": "interrupted",
+                       "agent_failed": "agent_failed"}.get(decision or "")
+                # the agent failing to run is news until a turn runs it again
+                counts["last_failure"] = ({"n": row.data.get("n"), "exit_code": row.data.get("exit_code"),
+                                           "agent": row.data.get("agent"), "stderr_tail": row.data.get("stderr_tail", "")}
+                                          if decision == "agent_failed" else
+                                          counts["last_failure"] if decision == "already_green" else None)
                 if key:
                     counts[key] += 1
             elif row.kind == "iteration.started":
@@ -135,7 +141,14 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"unmeasured  {', '.join(info['unmeasured'])} (no check: the metric is blind there)")
     b = info["build"]
     lines.append(f"build       {b['iterations']} iterations: {b['keeps']} kept, {b['rollbacks']} rolled back, "
-                 f"{b['stalls']} stalled, {b['ladder_climbs']} ladder climbs, {b['blocked']} blocked")
+                 f"{b['stalls']} stalled, {b['agent_failed']} agent failures, {b['ladder_climbs']} ladder climbs, "
+                 f"{b['blocked']} blocked")
+    failure = b.get("last_failure")
+    if failure:
+        tail = (failure["stderr_tail"] or "").strip().splitlines()
+        lines.append(f"AGENT FAILED iteration {failure['n']}: {failure['agent']} exited with code {failure['exit_code']}"
+                     + (f": {tail[-1]}" if tail else "") + " (banach doctor runs the agent; build-loop report "
+                     f"{failure['n']} --output shows all it printed)")
     for line in b.get("blocked_items", []):
         lines.append(f"BLOCKED     {line}")
     if b.get("blocked_items"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from plan_loop.agent_oracle import PLAN_AGENT_SCHEMA
 from shared.config import Config
@@ -30,3 +30,17 @@ def test_every_config_key_has_a_description() -> None:
         return missing
 
     assert walk(Config, "") == []
+
+
+def test_every_banach_toml_shown_in_the_docs_is_valid() -> None:
+    import re
+    import tomllib
+
+    blocks = [(doc, block) for doc in ("README.md", "docs/agents.md")
+              for block in re.findall(r"```toml\n(.*?)```", (ROOT / doc).read_text(), re.S)]
+    assert len(blocks) >= 6
+    for doc, block in blocks:
+        try:
+            Config.model_validate(tomllib.loads(block))
+        except ValidationError as exc:
+            raise AssertionError(f"{doc} shows a banach.toml that does not load:\n{exc}\n{block}") from None

@@ -31,12 +31,15 @@ else:
 # preset -> (argv before the prompt, where the prompt goes)
 CONTRACTS = {
     "claude": (["-p", "--output-format", "json", "--dangerously-skip-permissions", "--model", "M"], "stdin"),
-    "codex": (["exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral", "--model", "M", "-"], "stdin"),
-    "aider": (["--yes-always", "--no-auto-commits", "--no-gitignore", "--no-stream", "--no-pretty", "--model", "M", "--message-file"], "file"),
-    "gemini": (["--yolo", "--output-format", "json", "--model", "M", "-p"], "arg"),
-    "opencode": (["run", "--model", "M"], "arg"),
+    "codex": (["exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "--ephemeral", "--model", "M", "-"],
+              "stdin"),
+    "aider": (["--yes-always", "--no-git", "--no-stream", "--no-pretty", "--no-fancy-input", "--no-check-update",
+               "--no-show-release-notes", "--no-show-model-warnings", "--no-analytics", "--no-suggest-shell-commands",
+               "--no-detect-urls", "--model", "M", "--message-file"], "file"),
+    "gemini": (["--yolo", "--output-format", "json", "--model", "M"], "stdin"),
+    "opencode": (["run", "--title", "banach", "--print-logs", "--log-level", "ERROR", "--model", "M"], "stdin"),
     "goose": (["run", "--no-session", "-i"], "file"),
-    "pi": (["-p", "--model", "M"], "stdin"),
+    "pi": (["-p", "--no-session", "--offline", "--model", "M"], "stdin"),
 }
 
 
@@ -103,6 +106,7 @@ for name in (".claude/session.json", ".claude.json", "elsewhere.txt"):
         results[name] = "written"
     except OSError as exc:
         results[name] = exc.strerror
+results["CLAUDE_CONFIG_DIR"] = os.environ.get("CLAUDE_CONFIG_DIR")
 with open(os.path.join(home, ".claude", "record.json"), "w") as handle:
     json.dump(results, handle)
 print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": "done"}}))
@@ -111,9 +115,11 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "r
 
 @pytest.mark.landlock
 def test_a_cli_may_write_its_own_state_and_nothing_else_in_home(measured_landlock: Workspace, tmp_path: Path) -> None:
-    # A real CLI keeps its login and sessions in HOME and stops when it cannot write there.
+    # A real CLI keeps its login and sessions in HOME and stops when it cannot write there. It has never run on this
+    # account: ~/.claude does not exist yet, and build creates it. claude's ~/.claude.json (replaced by a rename in
+    # HOME, which no grant of the file allows) moves into it through CLAUDE_CONFIG_DIR.
     home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
+    home.mkdir()
     (home / ".claude.json").write_text("{}")
     fake = tmp_path / "bin" / "claude"
     fake.parent.mkdir()
@@ -125,9 +131,11 @@ def test_a_cli_may_write_its_own_state_and_nothing_else_in_home(measured_landloc
     env = {"PATH": f"{fake.parent}:{os.environ['PATH']}", "HOME": str(home)}
     result = cli("build-loop", "once", "--workspace", str(ws.root), env=env)
     assert result.returncode == 0, result.stderr
-    assert f"the agent CLIs' own state: {home / '.claude'}, {home / '.claude.json'}" in result.stderr
+    assert f"the agent CLIs' own state: {home / '.claude'}\n" in result.stderr or \
+        f"the agent CLIs' own state: {home / '.claude'};" in result.stderr, result.stderr
     seen = json.loads((home / ".claude" / "record.json").read_text())
-    assert seen == {".claude/session.json": "written", ".claude.json": "written", "elsewhere.txt": "Permission denied"}
+    assert seen == {".claude/session.json": "written", ".claude.json": "Permission denied", "elsewhere.txt": "Permission denied",
+                    "CLAUDE_CONFIG_DIR": str(home / ".claude")}
 
 
 def test_state_paths_must_not_be_relative(measured: Workspace) -> None:

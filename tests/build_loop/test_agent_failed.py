@@ -1,0 +1,63 @@
+"""An agent that cannot run is not an attempt on the item: it is its own outcome, shown with its exit code and
+stderr, and after a few in a row build pauses with what to fix; banach doctor finds it before a turn does."""
+from __future__ import annotations
+
+import sys
+
+from shared.journal import Journal
+from shared.workspace import Workspace
+from tests.helpers.workspaces import AGENTS, cli, custom, example
+
+EXITS_55 = f"{sys.executable} -c \"import sys; print('folder is not trusted', file=sys.stderr); sys.exit(55)\""
+CANON = ("---\narea: demo\ntitle: Demo\n---\n\n## DEMO-1: a file exists\npaths: hello.txt\nchecks:\n  - test -f hello.txt\n\n"
+         "hello.txt exists.\n")
+
+
+def once(ws: Workspace, command: str) -> str:
+    result = cli("build-loop", "once", "--workspace", str(ws.root), "--agent-command", command)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_a_missing_agent_is_agent_failed_with_its_error_not_a_stall(measured: Workspace) -> None:
+    once(measured, "/nonexistent/agent-cli --flag")
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        data = journal.last("iteration.ended").data  # type: ignore[union-attr]
+        assert journal.last("item.blocked") is None
+    assert data["decision"] == "agent_failed" and data["exit_code"] == 127
+    assert "/nonexistent/agent-cli" in data["stderr_tail"]
+    shown = cli("banach", "status", "--workspace", str(measured.root)).stdout
+    assert "AGENT FAILED iteration 1" in shown and "exited with code 127" in shown
+    assert "agent_failed" in cli("build-loop", "report", "1", "--workspace", str(measured.root)).stdout
+
+
+def test_repeated_failures_pause_build_with_what_to_fix(measured: Workspace) -> None:
+    for _ in range(3):
+        assert "agent_failed" in once(measured, EXITS_55)
+    paused = once(measured, EXITS_55)
+    assert "PAUSED: the agent failed to run on the last 3 turns" in paused
+    assert "exit code 55" in paused and "folder is not trusted" in paused and "banach doctor" in paused
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        assert len(journal.rows("iteration.ended")) == 3  # no fourth turn was spent
+    # a different agent set-up gets a fresh try
+    assert "keep" in once(measured, f"{sys.executable} {AGENTS / 'good.py'}")
+
+
+def test_doctor_runs_the_agent_and_refuses_sim_on_a_real_repository(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ws = custom(tmp_path, CANON, "good.py")
+    text = ws.config_file.read_text().replace('agent = "scripted"', 'agent = "sim"')
+    ws.config_file.write_text(text)
+    shown = cli("banach", "doctor", "--workspace", str(ws.root))
+    assert shown.returncode == 1
+    assert "agent sim: the SIMULATED agent, on a workspace that is not the bundled example" in shown.stdout
+    ws.config_file.write_text(text.replace('agent = "sim"', 'agent = "broken"')
+                              + '\n[agents.broken]\npreset = "command"\ncommand = "/nonexistent/agent-cli"\n')
+    shown = cli("banach", "doctor", "--workspace", str(ws.root))
+    assert "agent broken: /nonexistent/agent-cli --version failed (exit code 127)" in shown.stdout
+    assert "scripts/install_clis.py" in shown.stdout
+
+
+def test_doctor_passes_a_runnable_agent_and_sim_on_the_example(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ws = example(tmp_path)
+    assert "ok    agent sim: the SIMULATED agent (fine for the bundled example)" in cli(
+        "banach", "doctor", "--workspace", str(ws.root)).stdout

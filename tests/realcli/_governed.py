@@ -1,0 +1,166 @@
+"""One governed turn of a real agent CLI against the scripted model server: what the realcli tests of opencode,
+pi and aider share. The CLI is the real program, pinned in tests/realcli/pins.toml and installed by
+scripts/install_clis.py; the model is the SCRIPTED MODEL SERVER (tests/helpers/model_server), a labelled stand-in."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from build_loop.sim_agent import reference_root
+from shared.journal import Journal
+from shared.workspace import Workspace
+from tests.helpers.model_server import ModelServer, Recorded
+from tests.helpers.workspaces import cli, git
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = reference_root() / "TK-1"
+ITEM_FILE = "textkit/slug.py"  # the example's first item, TK-1, has this scope
+
+
+def _installer() -> Any:
+    spec = importlib.util.spec_from_file_location("install_clis", ROOT / "scripts" / "install_clis.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("install_clis", module)  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
+
+
+_INSTALLER = _installer()
+CACHE = _INSTALLER.cache_root()  # read at import: each test then runs with a fresh HOME of its own
+
+
+def pinned(name: str) -> Path:
+    """The pinned CLI's executable, or skip the test saying how to install it."""
+    pin = _INSTALLER.load_pins()[name]
+    found = _INSTALLER.installed(pin, CACHE)
+    if found is None:
+        pytest.skip(f"{pin.package}@{pin.version} is not installed in {pin.folder(CACHE)}: "
+                    f"run `python scripts/install_clis.py {name}`")
+    return Path(found)
+
+
+def reference(variant: str) -> str:
+    return (REFERENCE / variant / ITEM_FILE).read_text()
+
+
+# Looks like work, passes none of TK-1's tests (the example's own "wrong" variant passes one, and is kept as progress).
+USELESS = '"""URL slugs."""\n\n\ndef slugify(text: str) -> str:\n    return text\n'
+
+
+def configure(ws: Workspace, preset: str, executable: Path, model: str, env_allow: tuple[str, ...]) -> None:
+    """Point the workspace's build at the real CLI, as a person does in banach.toml."""
+    text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
+    allowed = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", *env_allow)
+    text = re.sub(r"^\[build\]\n", f"[build]\nenv_allow = {list(allowed)!r}\n".replace("'", '"'), text, count=1, flags=re.M)
+    ws.config_file.write_text(text + f'\n[agents.real]\npreset = "{preset}"\ncommand = "{executable}"\nmodel = "{model}"\n')
+
+
+@dataclass(frozen=True)
+class Turn:
+    record: dict[str, Any]  # the journal's iteration.ended
+    stdout: str
+    stderr: str
+    seconds: float
+    started: float
+    prompt: str  # what the governor sent
+
+    @property
+    def decision(self) -> str:
+        return str(self.record["decision"])
+
+
+def files(root: Path) -> dict[str, tuple[int, int]]:
+    found: dict[str, tuple[int, int]] = {}
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            path = Path(folder, name)
+            try:
+                stat = path.lstat()
+            except OSError:
+                continue
+            found[str(path.relative_to(root))] = (stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+def changed(root: Path, before: dict[str, tuple[int, int]]) -> set[str]:
+    after = files(root)
+    return {path for path in set(before) | set(after) if before.get(path) != after.get(path)}
+
+
+def governed_turn(ws: Workspace, env: dict[str, str], *, turn_timeout: float = 120) -> Turn:
+    started = time.time()
+    result = cli("build-loop", "once", "--workspace", str(ws.root), "--turn-timeout", str(turn_timeout), env=env,
+                 timeout=turn_timeout + 240)
+    seconds = time.time() - started
+    assert result.returncode == 0, result.stderr
+    with Journal(ws.journal_path("build"), readonly=True) as journal:
+        row = journal.last("iteration.ended")
+    assert row is not None, result.stdout + result.stderr
+    prompt = (ws.role_dir("build") / "iterations" / str(row.data["n"]) / "prompt.md").read_text()
+    return Turn(row.data, result.stdout, result.stderr, seconds, started, prompt)
+
+
+def _fresh(request: Recorded) -> bool:
+    """A request that starts a conversation: nothing the model said is in it yet."""
+    body = request.body if isinstance(request.body, dict) else {}
+    messages = body.get("messages") or body.get("contents") or []  # chat and Anthropic; Gemini's role is "model"
+    items = body.get("input") if isinstance(body.get("input"), list) else []  # OpenAI Responses (codex)
+    said = any(isinstance(m, dict) and m.get("role") in ("assistant", "model") for m in messages)
+    return not said and not any(isinstance(i, dict) and (i.get("role") == "assistant" or i.get("type") in
+                                                         ("function_call", "function_call_output", "custom_tool_call"))
+                                for i in items)
+
+
+def assert_prompt_once(server: ModelServer, turn: Turn) -> None:
+    """The prompt reached the model once: one conversation began with it, and it is in there once."""
+    marker = next(line for line in turn.prompt.splitlines() if line.startswith("Requirements:"))
+    openings = [r for r in server.model_requests if marker in r.user_text and _fresh(r)]
+    assert len(openings) == 1, [(r.path, r.tools[:3], r.answer) for r in openings]
+    assert openings[0].user_text.count(marker) == 1
+
+
+def assert_no_survivors(install: Path) -> None:
+    """No process of the CLI outlives its turn (its children may have left the session)."""
+    folder = str(install) + "/"
+    survivors = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path("/proc", entry, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            exe = os.readlink(f"/proc/{entry}/exe")
+        except OSError:
+            continue
+        if folder in cmdline or exe.startswith(folder):
+            survivors.append((int(entry), cmdline[:200]))
+    assert not survivors, survivors
+
+
+def cli_folder(executable: Path) -> Path:
+    """The install folder (…/clis/<name>-<version>/), whatever its layout below."""
+    for parent in executable.parents:
+        if parent.parent.name == "clis":
+            return parent
+    return executable.parent
+
+
+def head(ws: Workspace) -> str:
+    return git(ws.code, "rev-parse", "HEAD")
+
+
+def outside_writes(ws: Workspace, home: Path, before_ws: dict[str, tuple[int, int]], before_home: dict[str, tuple[int, int]],
+                   state: tuple[str, ...]) -> set[str]:
+    """What changed outside the work tree, build's own state, and the CLI's state folders in HOME."""
+    inside = (f"{ws.code.relative_to(ws.root)}/", f"{ws.state.relative_to(ws.root)}/")
+    stray = {p for p in changed(ws.root, before_ws) if not p.startswith(inside)}
+    stray |= {f"~/{p}" for p in changed(home, before_home) if not p.startswith(state)}
+    return stray
