@@ -64,6 +64,15 @@ class Enforcement:
         return f"{program}: isolation {self.backend}: {self.detail}"
 
 
+def cgroup_parents() -> tuple[Path, ...]:
+    """The `banach` cgroups under which build and plan make one cgroup per agent turn or check pass. The loop keeps
+    them writable for itself; the children it sandboxes do not get them, so none can move itself out."""
+    from shared.cgroups import layout
+
+    found = layout()  # creates the parents (and sweeps runs a killed loop left) while we still may
+    return tuple(path for path in (found.v2, *(base for _, base in found.v1)) if path is not None)
+
+
 def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = ()) -> Enforcement:
     """Called first thing by each loop, before any thread starts. agent_state: where build's agent CLIs keep
     their own state; build keeps it writable only so that its agents inherit it."""
@@ -92,8 +101,10 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     load_or_create_key(ws.keys_dir / f"{role}.key")
     for other in ROLES:
         ws.role_dir(other).mkdir(parents=True, exist_ok=True)
-    abi = landlock_restrict([*paths, *agent_state], hidden_paths(ws, role))
+    cgroups = cgroup_parents() if role in ("build", "plan") else ()
+    abi = landlock_restrict([*paths, *agent_state, *cgroups], hidden_paths(ws, role))
     extra = f"; the agent CLIs' own state: {', '.join(map(str, agent_state))}" if agent_state else ""
+    extra += f"; its run cgroups under {', '.join(map(str, cgroups))}" if cgroups else ""
     return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}{extra}; "
                                          "other roles' keys and the supervisor credentials unreadable")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -160,16 +161,36 @@ def test_the_agent_can_neither_kill_build_nor_write_its_git_directory(measured_l
     assert git(measured_landlock.code, "log", "-1", "--format=%an") == "banach-build"
 
 
-# class 7 -----------------------------------------------------------------------------------------
-def test_nothing_the_turn_started_outlives_it(measured: Workspace) -> None:
-    turn(measured, "outlives_turn.py")
-    heartbeat = measured.state / "build" / "tmp" / "heartbeat"
-    if heartbeat.exists():
-        pid = int(heartbeat.read_text() or 0)
-        deadline = time.monotonic() + 5
-        while pid and alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not pid or not alive(pid), f"process {pid} outlived its turn"
+# class 7 ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["none", pytest.param("landlock", marks=pytest.mark.landlock)])
+def test_nothing_the_turn_started_outlives_it(request: pytest.FixtureRequest, backend: str) -> None:
+    ws: Workspace = request.getfixturevalue("measured" if backend == "none" else "measured_landlock")
+    turn(ws, "outlives_turn.py")
+    daemon = int(re.search(r"DAEMON (\d+)", agent_output(ws)).group(1))  # type: ignore[union-attr]
+    assert not alive(daemon), f"process {daemon} outlived its turn"
+
+
+@pytest.mark.landlock
+def test_nothing_outlives_a_turn_whose_build_loop_was_killed(measured_landlock: Workspace) -> None:
+    """SIGKILL of build-loop mid-turn runs no cleanup; the next build-loop start kills the turn's cgroup whole."""
+    ws = measured_landlock
+    argv = [sys.executable, "-m", "build_loop", "once", "--workspace", str(ws.root), "--agent-command",
+            hostile("outlives_turn.py") + " HANG"]
+    build = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid_file = ws.code / "daemon.pid"
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    daemon = int(pid_file.read_text())
+    build.kill()
+    build.wait()
+    assert alive(daemon)  # nothing ran that could have stopped it
+    result = cli("build-loop", "once", "--workspace", str(ws.root), "--agent-command", hostile("../good.py"))
+    assert "interrupted" in result.stdout, result.stdout + result.stderr
+    deadline = time.monotonic() + 10
+    while alive(daemon) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(daemon), f"process {daemon} outlived the killed build-loop's restart"
 
 
 # class 8 -----------------------------------------------------------------------------------------

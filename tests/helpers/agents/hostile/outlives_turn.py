@@ -1,16 +1,25 @@
 """Class 7: does the right change and leaves a process that escapes every marker a reaper could look for:
-a new session, a double fork, and a re-exec with an empty environment. It keeps writing a heartbeat file."""
+a new session, a double fork, and a re-exec with an empty environment. It names its pid in the turn's output
+and in daemon.pid in the work tree, and (with HANG in its argv) then waits forever itself."""
 import os
 import sys
+import time
+from pathlib import Path
 
-from _hostile import WORKSPACE, apply
+from _hostile import apply
 
-print("applied", apply())
-heartbeat = str(WORKSPACE / "state" / "build" / "tmp" / "heartbeat")
+print("applied", apply(), flush=True)
+read, write = os.pipe()
 if os.fork() == 0:
     os.setsid()
-    if os.fork() == 0:
-        code = ("import os, time\nwhile True:\n    open(%r, 'w').write(str(os.getpid()))\n    time.sleep(0.2)\n" % heartbeat)
-        os.execve(sys.executable, [sys.executable, "-c", code], {})
+    pid = os.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-c", "import time\nwhile True:\n    time.sleep(0.2)\n"], {})
+    os.write(write, str(pid).encode())
     os._exit(0)
-print("left a daemon behind")
+daemon = int(os.read(read, 32))
+Path("daemon.pid").write_text(str(daemon))
+print(f"DAEMON {daemon}", flush=True)
+if "HANG" in sys.argv:
+    while True:
+        time.sleep(1)
