@@ -11,6 +11,7 @@ canon (and its conformance tests), banach.toml, the state dir and fix_plan, wher
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass
@@ -78,10 +79,14 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root + os.sep)
 
 
+_PLAIN_NAME = re.compile(r"[^\n\r\t\\]+")
+
+
 def remove_hostile(root: Path) -> list[str]:
-    """Walk the real tree (links not followed) and remove what must never be kept; returns 'path: why'."""
+    """Walk the real tree (links not followed) and remove what must never be kept; returns 'path: why'.
+    Plain files and folders with plain names, the bulk of a tree, cost no system call beyond the listing."""
     found: list[str] = []
-    stack = [root]
+    stack = [str(root)]
     while stack:
         folder = stack.pop()
         try:
@@ -89,17 +94,24 @@ def remove_hostile(root: Path) -> list[str]:
         except OSError:
             continue
         for entry in entries:
+            name = entry.name
+            plain = name != ".git" and _PLAIN_NAME.fullmatch(name) is not None and "\udc80" > max(name)
+            if plain and entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+                continue
+            if plain and entry.is_file(follow_symlinks=False):
+                continue
             path = Path(entry.path)
             try:
                 info = os.lstat(path)
             except OSError:
                 continue
-            why = _why_hostile(root, path, info, os.fsdecode(entry.name))
+            why = _why_hostile(root, path, info, os.fsdecode(name))
             if why:
                 found.append(f"{path.relative_to(root)}: {why}")
                 _remove(path, info)
             elif stat.S_ISDIR(info.st_mode):
-                stack.append(path)
+                stack.append(entry.path)
     return sorted(found)
 
 

@@ -346,9 +346,12 @@ class Governor:
             return Outcome(decision, f"iteration {n} ({item.id}): {decision}: {reason}", n, item.id,
                            extra.get("commit"), report.cost_usd, extra.get("resets_at"), record)
 
+        refs_checked = False  # once the guards have compared (and restored) the refs, a roll-back need not again
+
         def roll_back() -> None:
             self.code.restore_control_files(control)
-            self.code.restore_refs(refs)
+            if not refs_checked:
+                self.code.restore_refs(refs)
             self.code.rollback(checkpoint)
 
         if turn.cancelled:
@@ -362,6 +365,7 @@ class Governor:
         violations = _guard_violations(refs, self.code.ref_state()) + [f"the git directory's {name} changed" for name in tampered]
         if violations:
             self.code.restore_refs(refs)
+        refs_checked = True
         fenced = self._fence(checkpoint, item)
         if not fenced.capped:
             for command in build.fix_commands:

@@ -1,6 +1,9 @@
 """The governor's own cost per iteration, beside a bare loop running the same agent, side by side.
 
-    python scripts/bench_governor.py [--files 1000,10000,50000] [--iterations 15]
+    python scripts/bench_governor.py [--files 1000,10000,50000] [--iterations 15] [--baseline REV]
+
+With --baseline, the same benchmark of commit REV (exported from this repository into a temp folder and
+run there as a child, in the same run) is printed beside this tree's, with the ratio.
 
 The agent is a no-op (`true`), there are no sensors, and the item's one check fails at the
 checkpoint, so every iteration is a stall: checkpoint (refs, index flags; the sensor reading is cached
@@ -10,6 +13,7 @@ loop only runs `true` in the same repository, as `while :; do agent; done` would
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,13 +30,32 @@ CANON = "## G-1: never holds\npaths: src/**\nchecks:\n  - false\n\nA check that 
 BUDGETS = "\nmax_attempts = 100000\nstall_patience = 100000"  # every iteration stalls; never block or climb
 
 
+def baseline(rev: str, files: str, iterations: int) -> dict[tuple[str, str], float]:
+    """Governed ms per iteration of commit rev, by (files, isolation), from its own copy of this script."""
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(root), "archive", rev], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        out = subprocess.run([sys.executable, "scripts/bench_governor.py", "--files", files, "--iterations", str(iterations)],
+                             cwd=tmp, env={**os.environ, "PYTHONPATH": tmp}, capture_output=True, text=True, check=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 6 and cells[0].isdigit():
+            rows[(cells[0], cells[1])] = float(cells[3].split()[0])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", default="1000,10000,50000")
     parser.add_argument("--iterations", type=int, default=15)
+    parser.add_argument("--baseline", default="", metavar="REV", help="also measure this commit, side by side")
     args = parser.parse_args()
-    print("| files in repo | isolation | bare loop, per turn | governed, per iteration | overhead | governed / bare |")
-    print("|---:|---|---:|---:|---:|---:|")
+    before = baseline(args.baseline, args.files, args.iterations) if args.baseline else {}
+    extra = f" | {args.baseline[:10]}, per iteration | now / {args.baseline[:10]}" if before else ""
+    print("| files in repo | isolation | bare loop, per turn | governed, per iteration | overhead | governed / bare" + extra + " |")
+    print("|---:|---|---:|---:|---:|---:" + ("|---:|---:" if before else "") + "|")
     for files in (int(f) for f in args.files.split(",")):
         for backend in ("none", "landlock"):
             with tempfile.TemporaryDirectory() as tmp:
@@ -50,7 +73,9 @@ def main() -> None:
                 governor.close()
                 bare = timed(lambda: subprocess.run(["true"], cwd=ws.code, check=False), args.iterations)
             g, b = median_ms(governed), median_ms(bare)
-            print(f"| {files} | {backend} | {b:.1f} ms | {g:.1f} ms | {g - b:.1f} ms | {g / b:.0f}x |", flush=True)
+            old = before.get((str(files), backend))
+            tail = f" | {old:.1f} ms | {g / old:.2f}x" if old else (" | - | -" if before else "")
+            print(f"| {files} | {backend} | {b:.1f} ms | {g:.1f} ms | {g - b:.1f} ms | {g / b:.0f}x{tail} |", flush=True)
 
 
 if __name__ == "__main__":
