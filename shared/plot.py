@@ -23,6 +23,7 @@ EVENT_STYLE = {
     "climb": ("^", "#9467bd", "ladder climb"),
     "blocked": ("x", "#8c564b", "item blocked"),
     "interrupted": ("d", "#7f7f7f", "interrupted"),
+    "agent_failed": ("s", "#ff7f0e", "agent failed to run"),
 }
 
 

@@ -32,7 +32,7 @@ class PlanPass:
 class History:
     passes: tuple[PlanPass, ...]
     certificates: tuple[dict[str, object], ...] = ()
-    events: tuple[tuple[float, str], ...] = field(default=())  # (ts, kind): rollback, climb, keep, blocked
+    events: tuple[tuple[float, str], ...] = field(default=())  # (ts, kind): rollback, climb, keep, blocked, agent_failed
 
     def current_segment(self) -> list[PlanPass]:
         if not self.passes:
@@ -79,7 +79,7 @@ def read_history(ws: Workspace) -> History:
         with build:
             for row in build.rows("iteration.ended"):
                 decision = row.data.get("decision", "")
-                if decision in ("rollback", "keep", "stall", "interrupted"):
+                if decision in ("rollback", "keep", "stall", "interrupted", "agent_failed"):
                     events.append((row.ts, decision))
             events += [(row.ts, "climb") for row in build.rows("ladder.climb")]
             events += [(row.ts, "blocked") for row in build.rows("item.blocked")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from shared.journal import Journal
+from shared.series import read_history
 from shared.workspace import Workspace
 from tests.helpers.workspaces import AGENTS, cli, custom, example
 
@@ -29,6 +30,10 @@ def test_a_missing_agent_is_agent_failed_with_its_error_not_a_stall(measured: Wo
     shown = cli("banach", "status", "--workspace", str(measured.root)).stdout
     assert "AGENT FAILED iteration 1" in shown and "exited with code 127" in shown
     assert "agent_failed" in cli("build-loop", "report", "1", "--workspace", str(measured.root)).stdout
+    assert "agent_failed" in {kind for _, kind in read_history(measured).events}
+    plot = measured.root / "plot.png"
+    assert cli("banach", "plot", "-o", str(plot), "--workspace", str(measured.root)).returncode == 0
+    assert plot.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_repeated_failures_pause_build_with_what_to_fix(measured: Workspace) -> None:
