@@ -32,6 +32,26 @@ workspace_option = click.option(
 )
 
 
+def _versions() -> str:
+    """What a bug report needs first: every version the behaviour depends on."""
+    import platform
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    from shared.sandbox import landlock_abi
+
+    def safely(read: Callable[[], str]) -> str:
+        try:
+            return read()
+        except (OSError, PackageNotFoundError, subprocess.SubprocessError) as exc:
+            return f"unknown ({exc})"
+
+    git = safely(lambda: subprocess.run(["git", "--version"], capture_output=True, text=True, timeout=10).stdout.strip())
+    return "\n".join([f"banach {safely(lambda: version('banach'))}", f"python {sys.version.split()[0]} ({sys.executable})",
+                      f"git {git.removeprefix('git version ')}", f"kernel {platform.system()} {platform.release()}",
+                      f"landlock ABI {safely(lambda: str(landlock_abi()))}"])
+
+
 def _crash_report(program: str) -> Path | None:
     workspace = None
     for index, arg in enumerate(sys.argv):
@@ -43,7 +63,7 @@ def _crash_report(program: str) -> Path | None:
     folder = state if state.is_dir() else Path(os.environ.get("TMPDIR", "/tmp"))
     path = folder / f"crash-{program}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
     try:
-        path.write_text(f"{program} {' '.join(sys.argv[1:])}\n\n{traceback.format_exc()}")
+        path.write_text(f"{program} {' '.join(sys.argv[1:])}\n\n{_versions()}\n\n{traceback.format_exc()}")
         return path
     except OSError:
         return None

@@ -131,3 +131,18 @@ def test_monitor_with_too_few_passes_says_so(tmp_path: Path) -> None:
     result = cli("banach", "monitor", "--workspace", str(ws.root))
     assert result.returncode == 0, result.stderr
     assert "None" not in result.stdout and "no fit yet" in result.stdout
+
+
+def test_a_crash_writes_a_report_with_every_version(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    program = ("import click\nfrom shared.boundary import run_cli\n\n@click.command()\ndef broken():\n"
+               "    raise RuntimeError('a bug')\n\nrun_cli(broken, 'banach')\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path), "BANACH_WORKSPACE": str(tmp_path / "nowhere")}
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 3 and "crash report" in result.stderr, result.stderr
+    report = next(tmp_path.glob("crash-banach-*.txt")).read_text()
+    for line in ("banach 0.", "python 3.", "git 2.", "kernel Linux", "landlock ABI", "RuntimeError: a bug"):
+        assert line in report, report
