@@ -13,6 +13,7 @@ import click
 
 from shared.errors import BanachError
 
+
 def find_workspace() -> str:
     """$BANACH_WORKSPACE, else the nearest folder from here upwards that holds banach.toml (as git finds its
     repository), else the current directory."""
