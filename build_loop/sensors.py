@@ -87,34 +87,33 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
     for sensor in sensors:
         argv = sensor.argv
         stem = scratch / hashlib.sha256(sensor.name.encode()).hexdigest()[:12]
-        junit, report = stem.with_suffix(".xml"), stem.with_suffix(".jsonl")
-        canary = None
+        junit = stem.with_suffix(".xml")
+        measured: conformance.Run | None = None
         if sensor.kind == "pytest":
             junit.unlink(missing_ok=True)
             argv = (*argv, f"--junitxml={junit}", "-o", "junit_family=xunit1")
         elif sensor.kind == "conformance" and sensor.canon_dir is not None:
-            report.unlink(missing_ok=True)
-            canary = conformance.plant_canary(sensor.canon_dir, sensor.nodes)
-            argv = conformance.command(sensor.canon_dir, cwd, sensor.nodes, report, canary)
+            measured = conformance.prepare(sensor.canon_dir, cwd, sensor.nodes, stem.with_suffix(".jsonl"))
+            argv = measured.argv
         if callable(wrap):
             argv = wrap(argv)
-        run_env = conformance.environment(env) if canary else env
+        run_env = conformance.environment(env) if measured else env
         try:
             outcome = run(Request(argv, cwd=cwd, env=run_env, timeout=sensor.timeout, grace=0.5, limits=limits))
         finally:
-            if canary is not None:
-                canary.remove()
+            if measured is not None:
+                measured.close()
         output = outcome.stdout + outcome.stderr
         results[sensor.name] = outcome.ok
         if sensor.kind == "pytest":
             results.update(_junit_results(junit, sensor.name))
-        elif canary is not None and sensor.canon_dir is not None:
-            verdict = conformance.judge(report, conformance.expected_tests(sensor.canon_dir, sensor.nodes), canary)
+        elif measured is not None:
+            verdict = measured.judge()
             results[sensor.name] = verdict.passed and not outcome.timed_out
             results.update({f"{sensor.name}::{node}": ok for node, ok in verdict.results.items()})
             if not verdict.passed:
                 output = output + "\n" + verdict.summary()
-        if canary is None:  # a conformance run's output is the code's to write: it decides nothing, not even a tie
+        if measured is None:  # a conformance run's output is the code's to write: it decides nothing, not even a tie
             for match in SCORE.finditer(output):
                 score += float(match.group(1))
         if not results[sensor.name]:

@@ -18,7 +18,6 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 from canon.model import Canon, Requirement
 from canon.scope import matches
@@ -99,9 +98,7 @@ class _Prepared:
     """A check ready to run; for conformance tests, what its report will be judged against."""
 
     request: Request
-    report: Path | None = None
-    expected: frozenset[str] = frozenset()
-    canary: conformance.Canary | None = None
+    conformance: conformance.Run | None = None
 
 
 def _prepare(check: Check, snapshot: Snapshot, limits: Limits | None) -> _Prepared:
@@ -120,21 +117,17 @@ def _prepare(check: Check, snapshot: Snapshot, limits: Limits | None) -> _Prepar
         return _Prepared(Request(check.argv, cwd=snapshot.code, env=env, timeout=check.timeout, grace=0.5, limits=limits))
     reports = snapshot.scratch / "reports"
     reports.mkdir(exist_ok=True)
-    report = reports / f"{check.memo_key[:24]}.jsonl"
-    report.unlink(missing_ok=True)
-    canary = conformance.plant_canary(snapshot.canon, check.argv)
-    argv = conformance.command(snapshot.canon, snapshot.code, check.argv, report, canary)
-    return _Prepared(Request(argv, cwd=snapshot.code, env=conformance.environment(env), timeout=check.timeout, grace=0.5,
-                             limits=limits),
-                     report, conformance.expected_tests(snapshot.canon, check.argv), canary)
+    measured = conformance.prepare(snapshot.canon, snapshot.code, check.argv, reports / f"{check.memo_key[:24]}.jsonl")
+    return _Prepared(Request(measured.argv, cwd=snapshot.code, env=conformance.environment(env), timeout=check.timeout,
+                             grace=0.5, limits=limits), measured)
 
 
 def _result(check: Check, outcome: Outcome, prepared: _Prepared) -> Result:
     output = (outcome.stdout + outcome.stderr).strip()
     excerpt = "\n".join(output.splitlines()[-EXCERPT_LINES:])
     passed = outcome.ok
-    if prepared.canary is not None and prepared.report is not None:
-        verdict = conformance.judge(prepared.report, prepared.expected, prepared.canary)
+    if prepared.conformance is not None:
+        verdict = prepared.conformance.judge()
         passed = verdict.passed and not outcome.timed_out
         if not verdict.passed:
             excerpt = verdict.summary() + "\n" + excerpt
@@ -215,8 +208,8 @@ def run_checks(
                     results[index] = future.result()
     finally:
         for ready in prepared:
-            if ready.canary is not None:
-                ready.canary.remove()
+            if ready.conformance is not None:
+                ready.conformance.close()
     if memo is not None:
         for index, _check in todo:
             result = results[index]

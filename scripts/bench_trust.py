@@ -83,11 +83,9 @@ def held_back(code: Path) -> bool:
         canon = Path(tmp) / "canon"
         shutil.copytree(example_root() / "canon" / "tests", canon / "tests")
         nodes = tuple(f"tests/{name}" for name in sorted(TESTS.values()))
-        report = Path(tmp) / "report.jsonl"
-        canary = conformance.plant_canary(canon, nodes)
-        argv = conformance.command(canon, code, nodes, report, canary)
-        run(Request(argv, cwd=code, env=conformance.environment({"PATH": os.environ["PATH"]}), timeout=300))
-        return conformance.judge(report, conformance.expected_tests(canon, nodes), canary).passed
+        measured = conformance.prepare(canon, code, nodes, Path(tmp) / "report.jsonl")
+        run(Request(measured.argv, cwd=code, env=conformance.environment({"PATH": os.environ["PATH"]}), timeout=300))
+        return measured.judge().passed
 
 
 def plain_repo(tmp: Path, with_tests: bool) -> Path:

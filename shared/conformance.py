@@ -123,6 +123,30 @@ def environment(base: dict[str, str]) -> dict[str, str]:
     return {**base, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": ""}
 
 
+@dataclass(frozen=True)
+class Run:
+    """One conformance run, ready to start: its argv, and what its report will be judged against."""
+
+    argv: tuple[str, ...]
+    report: Path
+    expected: frozenset[str]
+    canary: Canary
+
+    def judge(self) -> Judgement:
+        return judge(self.report, self.expected, self.canary)
+
+    def close(self) -> None:
+        self.canary.remove()
+
+
+def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], report: Path) -> Run:
+    """Plant the canary and build the argv; the caller runs it (sandboxed, with `environment`), then judges and
+    closes the run."""
+    report.unlink(missing_ok=True)
+    canary = plant_canary(canon_dir, nodes)
+    return Run(command(canon_dir, code_dir, nodes, report, canary), report, expected_tests(canon_dir, nodes), canary)
+
+
 def judge(report: Path, expected: frozenset[str], canary: Canary) -> Judgement:
     outcomes: dict[str, list[bool]] = {}
     collect_errors: list[str] = []

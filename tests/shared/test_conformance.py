@@ -26,14 +26,13 @@ def project(tmp: Path, files: dict[str, str], tests: dict[str, str]) -> tuple[Pa
 
 
 def measure(code: Path, canon: Path, nodes: tuple[str, ...], tmp: Path) -> conformance.Judgement:
-    report = tmp / "report.jsonl"
-    canary = conformance.plant_canary(canon, nodes)
+    measured = conformance.prepare(canon, code, nodes, tmp / "report.jsonl")
     try:
-        argv = conformance.command(canon, code, nodes, report, canary)
-        run(Request(argv, cwd=code, env=conformance.environment({"PATH": "/usr/bin:/bin"}), timeout=120))
+        run(Request(measured.argv, cwd=code, env=conformance.environment({"PATH": "/usr/bin:/bin"}), timeout=120))
     finally:
-        canary.remove()
-    return conformance.judge(report, conformance.expected_tests(canon, nodes), canary)
+        measured.close()
+    assert not measured.canary.path.exists()
+    return measured.judge()
 
 
 def test_every_expected_test_is_judged_by_its_own_outcome(tmp_path: Path) -> None:
