@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 from build_loop.sim_agent import reference_root
 from shared.journal import Journal
 from shared.workspace import Workspace
-from tests.helpers.model_server import ModelServer, Recorded
+from tests.helpers.model_server import ModelServer, Recorded, Script, Write
 from tests.helpers.workspaces import cli, git
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,3 +165,43 @@ def outside_writes(ws: Workspace, home: Path, before_ws: dict[str, tuple[int, in
     stray = {p for p in changed(ws.root, before_ws) if not p.startswith(inside)}
     stray |= {f"~/{p}" for p in changed(home, before_home) if not p.startswith(state)}
     return stray
+
+
+Setup = Callable[[ModelServer], tuple[Path, dict[str, str]]]  # points the CLI at the server: (executable, env)
+
+
+def right_edit_is_kept(ws: Workspace, setup: Setup, *, key: str, state: tuple[str, ...], name: str) -> None:
+    """A right edit is kept; the prompt reached the model once with the test's key; nothing outside the work
+    tree and the CLI's own state was written; no process outlived the turn."""
+    with ModelServer(Script.of(Write({ITEM_FILE: reference("right")}), root=str(ws.code), api_key=key)) as server:
+        executable, env = setup(server)
+        before_ws, before_home, start = files(ws.root), files(Path.home()), head(ws)
+        turn = governed_turn(ws, env)
+        assert turn.decision == "keep", (turn.record, turn.stdout, turn.stderr)
+        assert head(ws) != start
+        assert_prompt_once(server, turn)
+        assert all(r.api_key == key for r in server.model_requests)
+        assert not server.unknown
+    assert outside_writes(ws, Path.home(), before_ws, before_home, state) == set()
+    assert_no_survivors(cli_folder(executable))
+    print(f"{name} turn: {turn.record['duration']} s (build-loop once: {turn.seconds:.1f} s)")
+
+
+def wrong_edit_is_rolled_back(ws: Workspace, setup: Setup, *, key: str) -> None:
+    with ModelServer(Script.of(Write({ITEM_FILE: USELESS}), root=str(ws.code), api_key=key)) as server:
+        executable, env = setup(server)
+        start = head(ws)
+        turn = governed_turn(ws, env)
+    assert turn.decision == "rollback", (turn.record, turn.stdout, turn.stderr)
+    assert head(ws) == start
+    assert not (ws.code / ITEM_FILE).exists() or (ws.code / ITEM_FILE).read_text() != USELESS
+    assert_no_survivors(cli_folder(executable))
+
+
+def first_run_works(ws: Workspace, setup: Setup, *, key: str) -> None:
+    """setup must leave HOME as a CLI that never ran on the account finds it."""
+    with ModelServer(Script.of(Write({ITEM_FILE: reference("right")}), root=str(ws.code), api_key=key)) as server:
+        executable, env = setup(server)
+        turn = governed_turn(ws, env)
+    assert turn.decision == "keep", (turn.record, turn.stdout, turn.stderr)
+    assert_no_survivors(cli_folder(executable))

@@ -11,20 +11,16 @@ from pathlib import Path
 import pytest
 
 from shared.workspace import Workspace
-from tests.helpers.model_server import ModelServer, RateLimit, Script, Write
+from tests.helpers.model_server import ModelServer, RateLimit, Script
 from tests.realcli._governed import (
-    ITEM_FILE,
-    USELESS,
     assert_no_survivors,
-    assert_prompt_once,
     cli_folder,
     configure,
-    files,
+    first_run_works,
     governed_turn,
-    head,
-    outside_writes,
     pinned,
-    reference,
+    right_edit_is_kept,
+    wrong_edit_is_rolled_back,
 )
 
 pytestmark = [pytest.mark.realcli, pytest.mark.landlock]
@@ -51,31 +47,12 @@ def _setup(ws: Workspace, server: ModelServer, *, first_run: bool = False) -> tu
 
 
 def test_a_right_edit_is_kept_and_opencode_writes_nothing_else(measured_landlock: Workspace) -> None:
-    ws = measured_landlock
-    with ModelServer(Script.of(Write({ITEM_FILE: reference("right")}), root=str(ws.code), api_key=KEY)) as server:
-        executable, env = _setup(ws, server)
-        before_ws, before_home, start = files(ws.root), files(Path.home()), head(ws)
-        turn = governed_turn(ws, env)
-        assert turn.decision == "keep", (turn.record, turn.stdout, turn.stderr)
-        assert head(ws) != start
-        assert_prompt_once(server, turn)
-        assert all(r.api_key == KEY for r in server.model_requests)
-        assert not server.unknown
-    assert outside_writes(ws, Path.home(), before_ws, before_home, STATE) == set()
-    assert_no_survivors(cli_folder(executable))
-    print(f"opencode turn: {turn.record['duration']} s (build-loop once: {turn.seconds:.1f} s)")
+    right_edit_is_kept(measured_landlock, lambda server: _setup(measured_landlock, server), key=KEY, state=STATE,
+                       name="opencode")
 
 
 def test_a_wrong_edit_is_rolled_back(measured_landlock: Workspace) -> None:
-    ws = measured_landlock
-    with ModelServer(Script.of(Write({ITEM_FILE: USELESS}), root=str(ws.code), api_key=KEY)) as server:
-        executable, env = _setup(ws, server)
-        start = head(ws)
-        turn = governed_turn(ws, env)
-    assert turn.decision == "rollback", (turn.record, turn.stdout, turn.stderr)
-    assert head(ws) == start
-    assert not (ws.code / ITEM_FILE).exists() or (ws.code / ITEM_FILE).read_text() != USELESS
-    assert_no_survivors(cli_folder(executable))
+    wrong_edit_is_rolled_back(measured_landlock, lambda server: _setup(measured_landlock, server), key=KEY)
 
 
 def test_a_429_ends_the_turn_as_rate_limited_with_its_reset_time(measured_landlock: Workspace) -> None:
@@ -93,9 +70,4 @@ def test_a_429_ends_the_turn_as_rate_limited_with_its_reset_time(measured_landlo
 
 
 def test_a_first_run_on_the_account_works(measured_landlock: Workspace) -> None:
-    ws = measured_landlock
-    with ModelServer(Script.of(Write({ITEM_FILE: reference("right")}), root=str(ws.code), api_key=KEY)) as server:
-        executable, env = _setup(ws, server, first_run=True)
-        turn = governed_turn(ws, env)
-    assert turn.decision == "keep", (turn.record, turn.stdout, turn.stderr)
-    assert_no_survivors(cli_folder(executable))
+    first_run_works(measured_landlock, lambda server: _setup(measured_landlock, server, first_run=True), key=KEY)
