@@ -5,7 +5,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from shared.errors import ConfigError
 
@@ -99,7 +99,7 @@ class BuildConfig(Model):
 
 
 class AgentPreset(Model):
-    preset: Literal["sim", "command", "claude", "codex", "aider", "gemini", "opencode", "goose", "pi"] = Field(
+    preset: Literal["sim", "command", "claude", "codex", "aider", "gemini", "opencode", "goose", "pi", "qwen"] = Field(
         description="which CLI this is; decides argv, prompt passing and output parsing"
     )
     command: str = Field("", description="for preset 'command': the program line; others: override the executable")
@@ -121,6 +121,21 @@ class AgentPreset(Model):
     state_paths: tuple[str, ...] | None = Field(
         None, description="where this CLI keeps its own state (login, sessions), which the sandbox lets it write; "
         "each starts with ~ or $VAR or /; default: the preset's documented locations")
+    provider: str = Field(
+        "", description="a provider in [gateway.providers]: the CLI then talks to Banach's model gateway with a token "
+        "valid for one turn, and never holds the provider's key (instead of base_url and api_key_env)")
+    upstream_model: str = Field(
+        "", description="with provider: the model the gateway requests upstream, whatever the CLI asks for (a ladder "
+        "rung can climb to a stronger model this way with any CLI); empty: the CLI's own choice")
+
+    @model_validator(mode="after")
+    def _direct_or_gateway(self) -> AgentPreset:
+        if self.provider and (self.base_url or self.api_key_env):
+            raise ValueError("give provider (the CLI talks to Banach's gateway) or base_url/api_key_env (the CLI talks "
+                             "to the model directly and holds the key), not both")
+        if self.upstream_model and not self.provider:
+            raise ValueError("upstream_model is the model Banach's gateway requests: it needs provider")
+        return self
 
     @field_validator("state_paths")
     @classmethod
@@ -139,6 +154,47 @@ class SimConfig(Model):
     tamper: float = Field(0.0, ge=0, le=1, description="rate of wrong edits that also rewrite the tests judging them")
 
 
+class ProviderConfig(Model):
+    wire: Literal["anthropic", "openai", "gemini"] = Field(
+        description="the API the provider speaks: anthropic (Messages), openai (Chat Completions and Responses, also "
+        "OpenRouter, vLLM, llama.cpp, Ollama), gemini (generateContent)")
+    base_url: str = Field(
+        pattern=r"^https?://\S+$",
+        description="where the gateway sends the calls; the CLI's path is appended (anthropic: https://api.anthropic.com, "
+        "openai: https://api.openai.com/v1, gemini: https://generativelanguage.googleapis.com)")
+    key_env: str = Field(
+        "", pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$",
+        description="variable in build-loop's environment holding the key, read once at start and then removed from "
+        "build's environment; without it the key is read from state/keys/providers/NAME (`build-loop key set NAME`)")
+    auth: Literal["auto", "x-api-key", "bearer", "x-goog-api-key", "none"] = Field(
+        "auto", description="how the key is sent upstream; auto: x-api-key for anthropic, bearer for openai, "
+        "x-goog-api-key for gemini; none: a local server with no key")
+
+
+class PriceConfig(Model):
+    input: float = Field(0.0, ge=0, description="USD per million input tokens")
+    output: float = Field(0.0, ge=0, description="USD per million output tokens")
+    cache_read: float = Field(0.0, ge=0, description="USD per million input tokens read from the provider's cache")
+    cache_write: float = Field(0.0, ge=0, description="USD per million input tokens written to the provider's cache")
+
+
+class GatewayConfig(Model):
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict, description="named upstream providers")
+    prices: dict[str, PriceConfig] = Field(
+        default_factory=dict, description="price per model name as sent upstream; a model not listed has no cost "
+        "(its tokens still count against the token budgets)")
+    network: Literal["open", "gateway-only"] = Field(
+        "open", description="gateway-only: the agent's turn runs in a network namespace of its own whose one way out "
+        "is the gateway (needs root or unprivileged user namespaces; see banach doctor)")
+    max_turn_tokens: int = Field(0, ge=0, description="input+output tokens one turn may use; 0: no limit")
+    max_turn_cost_usd: float = Field(0.0, ge=0, description="cost one turn may reach; 0: no limit")
+    max_item_tokens: int = Field(0, ge=0, description="tokens all turns on one item may use at a canon version; 0: no limit")
+    max_item_cost_usd: float = Field(0.0, ge=0, description="cost of all turns on one item at a canon version; 0: no limit")
+    max_run_tokens: int = Field(0, ge=0, description="tokens one build-loop run may use; 0: no limit")
+    max_run_cost_usd: float = Field(0.0, ge=0, description="cost one build-loop run may reach; 0: no limit")
+    upstream_timeout: float = Field(600.0, gt=0, description="seconds one upstream call may take")
+
+
 class Config(Model):
     paths: PathsConfig = PathsConfig()
     isolation: IsolationConfig = IsolationConfig()
@@ -149,6 +205,16 @@ class Config(Model):
         default_factory=lambda: {"sim": AgentPreset(preset="sim")}, description="named agent presets"
     )
     sim: SimConfig = SimConfig()
+    gateway: GatewayConfig = GatewayConfig()
+
+    @model_validator(mode="after")
+    def _providers_exist(self) -> Config:
+        for name, preset in self.agents.items():
+            if preset.provider and preset.provider not in self.gateway.providers:
+                known = ", ".join(sorted(self.gateway.providers)) or "none yet"
+                raise ValueError(f"agents.{name}.provider names '{preset.provider}', which is not in [gateway.providers] "
+                                 f"(defined: {known}); add a [gateway.providers.{preset.provider}] table")
+        return self
 
 
 def _did_you_mean(loc: tuple[int | str, ...]) -> str:
@@ -159,6 +225,8 @@ def _did_you_mean(loc: tuple[int | str, ...]) -> str:
     parts = list(loc[:-1])
     if parts[:1] == ["agents"] and len(parts) == 2:  # [agents.NAME]: a dict of presets
         model, parts = AgentPreset, []
+    elif parts[:1] == ["gateway"] and len(parts) == 3 and parts[1] in ("providers", "prices"):
+        model, parts = (ProviderConfig if parts[1] == "providers" else PriceConfig), []
     for part in parts:
         field = model.model_fields.get(str(part)) if model else None
         annotation = field.annotation if field else None

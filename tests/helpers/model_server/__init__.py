@@ -55,11 +55,12 @@ The script (tests.helpers.model_server.script):
   are side requests: they get a short text, or a JSON value fitting the requested schema, and do not use a turn
   (but do get the 429/500 while the current turn is one). With `api_key`, any other key gets the provider's 401/400.
 
-The server (`ModelServer(script, log=None, echo=False)`): `start()`/`stop()` or `with`; `url`, `port`; `requests`
+The server (`ModelServer(script, log=None, echo=False, chunk_delay=0)`): `start()`/`stop()` or `with`; `url`, `port`; `requests`
 (every request), `model_requests` (the four wire formats only), `unknown`; `wait_for(predicate, timeout)` blocks until
 the log satisfies predicate(requests). Each `Recorded` has method, path, query, headers (lowercase, credentials removed),
 body (parsed JSON), api_key, wire, model, stream, status, tools (names offered), user_text, answer. Assigning
-`server.script = ...` starts a new script. `log=` appends each request as a JSON line; `echo=` prints one line each.
+`server.script = ...` starts a new script. `log=` appends each request as a JSON line; `echo=` prints one line each;
+`chunk_delay=` waits that many seconds between streamed chunks (to see whether a proxy buffers them).
 
 Standalone, for trying a CLI by hand: `python -m tests.helpers.model_server --write hello.txt "hi" --echo`.
 """

@@ -75,8 +75,10 @@ def _api_key(request: web.Request) -> str | None:
 class ModelServer:
     """SCRIPTED MODEL SERVER: a stand-in for an LLM, no model is called. See the package docstring for the API."""
 
-    def __init__(self, script: Script | None = None, *, log: Path | None = None, echo: bool = False) -> None:
+    def __init__(self, script: Script | None = None, *, log: Path | None = None, echo: bool = False,
+                 chunk_delay: float = 0.0) -> None:
         self._script = script or Script()
+        self._chunk_delay = chunk_delay  # seconds between streamed chunks, to see whether a proxy buffers them
         self._runner_state = ScriptRunner(self._script)
         self._log, self._echo = log, echo
         self._records: list[Recorded] = []
@@ -327,7 +329,9 @@ class ModelServer:
             chunks = wire.events(outcome, model, usage, reply_id)
         response = web.StreamResponse(headers={"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"})
         await response.prepare(request)
-        for chunk in chunks:
+        for index, chunk in enumerate(chunks):
+            if index and self._chunk_delay:
+                await asyncio.sleep(self._chunk_delay)
             await response.write(chunk)
         await response.write_eof()
         return response

@@ -1,0 +1,321 @@
+"""The gateway: an aiohttp server in a thread of build-loop, on 127.0.0.1 and on a Unix socket (for the relay of a
+turn whose network is gateway-only), forwarding each call of a turn to its provider with the real key.
+
+    agent CLI --(turn token)--> gateway --(provider key)--> provider
+                                  |-- bodies --> BodyStore (by sha256)
+                                  |-- one Call per model call --> the turn's calls.jsonl, then build's journal
+                                  '-- 429/529, budget spent --> the turn's halt event: build stops the agent
+
+A token is made for one turn (`open_turn`) and forgotten when it ends (`close`): after that, and for any other
+token, the gateway answers 401 and forwards nothing. Responses are streamed to the client as they arrive; the copy
+kept for the record is assembled beside."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from build_loop.gateway import wires
+from build_loop.gateway.store import BodyStore
+from shared.config import GatewayConfig, PriceConfig
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """What one turn may still spend: the tightest of the turn's, the item's and the run's budgets, and which."""
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+    tokens_from: str = ""  # "turn", "item", "run"
+    cost_from: str = ""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a turn, as journaled (the model.call row)."""
+
+    seq: int
+    path: str
+    provider: str
+    wire: str
+    model_call: bool
+    requested_model: str | None
+    model: str | None  # as sent upstream
+    status: int
+    stream: bool
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None
+    latency_ms: float
+    first_byte_ms: float | None
+    request_digest: str
+    response_digest: str
+    resets_at: float | None = None
+    error: str = ""  # the gateway's own failure (upstream unreachable, refused by budget)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Lease:
+    """One turn's access to the gateway."""
+
+    token: str
+    url: str
+    provider: str
+    upstream_model: str
+    allowance: Allowance
+    log: Path | None
+    halt: threading.Event = field(default_factory=threading.Event)
+    stop_reason: str = ""  # "rate_limited" | "budget", once the gateway stopped the turn
+    stop_message: str = ""
+    resets_at: float | None = None
+    calls: list[Call] = field(default_factory=list)
+    closed: bool = False
+    in_flight: int = 0  # calls forwarded and not yet recorded
+
+    @property
+    def tokens(self) -> int:
+        return sum(c.input_tokens + c.output_tokens + c.cache_read_tokens + c.cache_write_tokens for c in self.calls)
+
+    @property
+    def cost_usd(self) -> float | None:
+        costs = [c.cost_usd for c in self.calls if c.cost_usd is not None]
+        return round(sum(costs), 6) if costs else None
+
+    def stop(self, reason: str, message: str, resets_at: float | None = None) -> None:
+        if not self.stop_reason:
+            self.stop_reason, self.stop_message, self.resets_at = reason, message, resets_at
+        self.halt.set()
+
+    def over_budget(self) -> str:
+        """Why this turn may not spend more, or ""."""
+        allowance = self.allowance
+        if allowance.tokens is not None and self.tokens >= allowance.tokens:
+            return f"the {allowance.tokens_from} token budget is spent ({self.tokens} of {allowance.tokens} tokens this turn)"
+        cost = self.cost_usd or 0.0
+        if allowance.cost_usd is not None and cost >= allowance.cost_usd:
+            return f"the {allowance.cost_from} cost budget is spent (${cost:.4f} of ${allowance.cost_usd:.4f} this turn)"
+        return ""
+
+
+def cost_of(usage: wires.Usage, price: PriceConfig | None) -> float | None:
+    if price is None:
+        return None
+    return round((usage.input_tokens * price.input + usage.output_tokens * price.output
+                  + usage.cache_read_tokens * price.cache_read + usage.cache_write_tokens * price.cache_write) / 1e6, 6)
+
+
+class Gateway:
+    def __init__(self, config: GatewayConfig, keys: dict[str, str], store: BodyStore) -> None:
+        self.config = config
+        self._keys = keys
+        self.store = store
+        self._leases: dict[str, Lease] = {}
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="banach-gw-"))  # short: a socket path has 107 bytes at most
+        self.socket_path = self._socket_dir / "gateway.sock"
+        self.port = 0
+        self.refused = 0  # calls with no valid token
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # life cycle -------------------------------------------------------------------------------------------------
+    def start(self) -> Gateway:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(target=self._run, args=(loop,), name="banach-gateway", daemon=True)
+        self._thread.start()
+        self.port = asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=30)
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=30)
+        self._loop = self._thread = None
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _serve(self) -> int:
+        app = web.Application(client_max_size=64 * 2**20)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+        await self._runner.setup()
+        # No pooled keep-alive connections upstream beyond a turn's needs; no proxy from the environment (trust_env
+        # off): the gateway goes exactly where banach.toml says.
+        timeout = aiohttp.ClientTimeout(total=self.config.upstream_timeout, sock_connect=30)
+        self._session = aiohttp.ClientSession(timeout=timeout, auto_decompress=False, trust_env=False)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        await web.UnixSite(self._runner, str(self.socket_path)).start()
+        self.socket_path.chmod(0o666)  # the token is the credential; an agent under the users backend connects too
+        return int(self._runner.addresses[0][1])
+
+    async def _shutdown(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # turns ------------------------------------------------------------------------------------------------------
+    def open_turn(self, provider: str, *, upstream_model: str = "", allowance: Allowance | None = None,
+                  log: Path | None = None) -> Lease:
+        if provider not in self.config.providers:
+            raise KeyError(provider)
+        lease = Lease(secrets.token_urlsafe(32), self.url, provider, upstream_model, allowance or Allowance(), log)
+        with self._lock:
+            self._leases[lease.token] = lease
+        return lease
+
+    def close(self, lease: Lease, *, settle_seconds: float = 5.0) -> Lease:
+        """The token stops working. A call still in flight (its agent was stopped mid-answer) gets a few seconds to be
+        recorded; one that takes longer is still written to the turn's log when it ends, not to lease.calls."""
+        with self._lock:
+            lease.closed = True
+            self._leases.pop(lease.token, None)
+        deadline = time.monotonic() + settle_seconds
+        while lease.in_flight and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return lease
+
+    # forwarding -------------------------------------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        token = wires.token_from({k.lower(): v for k, v in request.headers.items()}, request.query)
+        with self._lock:
+            lease = self._leases.get(token or "")
+        if lease is None:
+            self.refused += 1
+            return _error(401, "authentication_error", "Banach gateway: no valid turn token (a token is valid for one "
+                          "agent turn only)")
+        raw = await request.read()
+        provider = self.config.providers[lease.provider]
+        path = request.path
+        model_call = wires.is_model_call(request.method, path)
+        requested = wires.requested_model(path, raw)
+        started = time.monotonic()
+        budget = lease.over_budget() if model_call else ""
+        if budget or lease.halt.is_set():
+            message = budget or lease.stop_message or "the turn is being stopped"
+            self._record(lease, path, provider.wire, model_call, requested, requested, 403, False, None, raw, b"",
+                         started, None, error=f"refused: {message}")
+            return _error(403, "permission_error", f"Banach gateway: {message}")
+        sent_path, body = path, raw
+        if lease.upstream_model and model_call:
+            sent_path, body = wires.with_model(path, raw, lease.upstream_model)
+        if model_call:
+            body = wires.wants_usage_in_stream(sent_path, body)
+        model = wires.requested_model(sent_path, body)
+        query = {k: v for k, v in request.query.items() if k != "key"}
+        headers = {k: v for k, v in request.headers.items()
+                   if k.lower() not in wires.HOP_HEADERS and k.lower() not in wires.CLIENT_AUTH_HEADERS}
+        headers.update(wires.upstream_auth(provider.wire, provider.auth, self._keys.get(lease.provider, "")))
+        headers["accept-encoding"] = "identity"  # the record needs the bytes as the model sent them
+        assert self._session is not None
+        received = bytearray()
+        first_byte: float | None = None
+        lease.in_flight += 1
+        try:
+            async with self._session.request(request.method, provider.base_url.rstrip("/") + sent_path, params=query,
+                                             headers=headers, data=body, allow_redirects=False) as upstream:
+                reply = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers={
+                    k: v for k, v in upstream.headers.items() if k.lower() not in wires.HOP_HEADERS})
+                await reply.prepare(request)
+                try:
+                    async for chunk in upstream.content.iter_any():
+                        if first_byte is None:
+                            first_byte = time.monotonic()
+                        received += chunk
+                        await reply.write(chunk)
+                except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+                    pass  # the agent went away mid-answer (stopped, or gave up): what arrived is still recorded
+                status, content_type = upstream.status, upstream.headers.get("content-type", "")
+                upstream_headers = {k.lower(): v for k, v in upstream.headers.items()}
+            # recorded before the client sees the end, so that a turn that ends on this answer finds it on the record
+            self._settle(lease, path, provider.base_url, provider.wire, model_call, requested, model, status,
+                         content_type, upstream_headers, body, bytes(received), started, first_byte)
+            with contextlib.suppress(ConnectionResetError, aiohttp.ClientConnectionResetError):
+                await reply.write_eof()
+            return reply
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            message = f"cannot reach {provider.base_url}: {type(exc).__name__}: {exc}"
+            self._record(lease, path, provider.wire, model_call, requested, model, 502, False, None, body, b"",
+                         started, None, error=message)
+            return _error(502, "api_error", f"Banach gateway: {message}")
+        finally:
+            lease.in_flight -= 1
+
+    def _settle(self, lease: Lease, path: str, base_url: str, wire: str, model_call: bool, requested: str | None,
+                model: str | None, status: int, content_type: str, headers: dict[str, str], body: bytes, data: bytes,
+                started: float, first_byte: float | None) -> None:
+        usage = wires.usage_of(data, content_type) if model_call and status < 400 else None
+        limited = wires.is_limited(status, data)
+        reset = wires.resets_at(headers, data, time.time()) if limited else None
+        self._record(lease, path, wire, model_call, requested, model, status, "event-stream" in content_type,
+                     usage, body, data, started, first_byte, resets_at=reset)
+        if limited:
+            lease.stop("rate_limited", f"the provider answered {status} ({base_url})", reset)
+        elif model_call and (why := lease.over_budget()):
+            lease.stop("budget", why)
+
+    def _record(self, lease: Lease, path: str, wire: str, model_call: bool, requested: str | None, model: str | None,
+                status: int, stream: bool, usage: wires.Usage | None, request_body: bytes, response_body: bytes, started: float, first_byte: float | None, *, resets_at: float | None = None,
+                error: str = "") -> None:
+        usage = usage or wires.Usage()
+        price = self.config.prices.get(model or "") if model_call else None
+        call = Call(
+            seq=len(lease.calls) + 1, path=path, provider=lease.provider, wire=wire, model_call=model_call,
+            requested_model=requested, model=model, status=status, stream=stream,
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=cost_of(usage, price) if usage.total else (0.0 if price else None),
+            latency_ms=round((time.monotonic() - started) * 1000, 3),
+            first_byte_ms=round((first_byte - started) * 1000, 3) if first_byte is not None else None,
+            request_digest=self.store.put(request_body), response_digest=self.store.put(response_body),
+            resets_at=resets_at, error=error)
+        lease.calls.append(call)
+        if lease.log is not None:  # durable before the turn ends: a crash of build keeps the record of what was spent
+            with lease.log.open("a", encoding="utf-8") as log:
+                log.write(json.dumps(call.as_json()) + "\n")
+
+
+def _error(status: int, kind: str, message: str) -> web.Response:
+    """An error every SDK can read: Anthropic's and OpenAI's shapes overlap on error.message, Google's on error.status."""
+    return web.json_response({"type": "error", "error": {"type": kind, "code": status, "status": kind.upper(),
+                                                         "message": message}}, status=status)
