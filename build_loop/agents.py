@@ -25,6 +25,16 @@ SIMULATED_LABEL = "SIMULATED AGENT (a scripted stand-in for an LLM)"
 
 
 @dataclass(frozen=True)
+class ModelRoute:
+    """Where a turn's CLI reaches its model through Banach's gateway: the gateway's URL, the turn's token (valid for
+    that turn only, and only at the gateway), and the wire format of the provider behind it."""
+
+    url: str
+    token: str
+    wire: str  # anthropic | openai | gemini
+
+
+@dataclass(frozen=True)
 class Invocation:
     argv: tuple[str, ...]
     label: str  # what people are told is running
@@ -32,6 +42,8 @@ class Invocation:
     preset: str = ""  # "" for --agent-command
     env: tuple[tuple[str, str], ...] = ()  # what this CLI needs besides build.env_allow: its endpoint, key, switches
     base_url: str = ""  # the endpoint it was pointed at; "" for the CLI's own provider
+    route: ModelRoute | None = None  # set when the CLI talks to Banach's gateway
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,9 @@ _PRESETS: dict[str, tuple[str, tuple[str, ...], str, str]] = {
     "opencode": ("opencode", ("run", "--title", "banach", "--print-logs", "--log-level", "ERROR"), "stdin", "--model"),
     # goose: `goose run -i FILE` reads instructions from a file; --no-session keeps no state.
     "goose": ("goose", ("run", "--no-session"), "file-flag:-i", ""),
+    # Qwen Code: a piped stdin is the prompt (a positional prompt as well would be appended: twice); --yolo approves
+    # tool calls; the OpenAI-compatible auth takes its endpoint from --openai-base-url and its key from OPENAI_API_KEY.
+    "qwen": ("qwen", ("--yolo", "--auth-type", "openai", "--output-format", "json"), "stdin", "--model"),
     # pi: print mode reads the prompt from stdin; --no-session keeps no session file; --offline: no update or
     # package checks at startup. The model is "provider/id", the provider from ~/.pi/agent/models.json or built in.
     "pi": ("pi", ("-p", "--no-session", "--offline"), "stdin", "--model"),
@@ -89,6 +104,7 @@ _LIMIT_PATTERNS = {
     "opencode": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
     "goose": re.compile(r"rate limit|too many requests|\b429\b", re.IGNORECASE),
     "pi": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
+    "qwen": re.compile(r"rate limit|too many requests|\b429\b", re.IGNORECASE),
     # any program: the phrasings the CLIs above use, and only together with a non-zero exit
     "command": re.compile(r"usage limit|rate[_ ]limit|too many requests|quota exceeded|RESOURCE_EXHAUSTED", re.IGNORECASE),
     "sim": re.compile(r"SIMULATED RATE LIMIT", re.IGNORECASE),
@@ -105,6 +121,7 @@ STATE_PATHS: dict[str, tuple[str, ...]] = {
     "opencode": ("~/.local/share/opencode", "~/.local/state/opencode", "~/.config/opencode", "~/.cache/opencode"),
     "goose": ("~/.config/goose", "~/.local/share/goose", "~/.local/state/goose"),
     "pi": ("~/.pi",),
+    "qwen": ("~/.qwen",),
 }
 
 # What each CLI needs on every turn, base_url or not.
@@ -117,11 +134,24 @@ _CLI_ENV: dict[str, dict[str, str]] = {
     # Headless gemini turns --yolo off and exits 55 in a folder it does not trust. The work tree is the agent's to
     # write anyway, and what runs in it runs inside Banach's sandbox.
     "gemini": {"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+    "qwen": {"QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"},
+    # no models.dev catalogue fetched at start (the network may be gateway-only), no self-update mid-turn
+    "opencode": {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"},
 }
 _BASE_URL_ENV = {"claude": "ANTHROPIC_BASE_URL", "gemini": "GOOGLE_GEMINI_BASE_URL"}
-_KEY_ENV = {"claude": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
+_BASE_URL_FLAG = {"qwen": "--openai-base-url"}
+_KEY_ENV = {"claude": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY", "qwen": "OPENAI_API_KEY"}
 # With a base_url these run with their config folder in the turn's scratch, named by this variable.
 _SCRATCH_HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "gemini": "GEMINI_CLI_HOME"}
+# Through the gateway these keep all their state in the turn's scratch too (pi's agent folder, opencode's XDG folders).
+_ROUTED_SCRATCH = {*_SCRATCH_HOME, "pi", "opencode"}
+# The wire formats each CLI can speak to the gateway.
+ROUTE_WIRES: dict[str, tuple[str, ...]] = {
+    "claude": ("anthropic",), "codex": ("openai",), "gemini": ("gemini",), "qwen": ("openai",),
+    "opencode": ("openai", "anthropic"), "pi": ("openai", "anthropic"), "aider": ("openai", "anthropic"),
+    "command": ("anthropic", "openai", "gemini"),
+}
+TOKEN_ENV = "BANACH_MODEL_TOKEN"  # where a routed CLI whose config names a variable finds the turn's token
 
 _EPOCH_RESET = re.compile(r"limit reached\|(\d{9,11})")
 _CLOCK_RESET = re.compile(r"resets?(?: at)? (\d{1,2})(?::(\d\d))?\s*(am|pm)?", re.IGNORECASE)
@@ -146,7 +176,7 @@ def _state_patterns(config: Config, name: str) -> tuple[str, ...]:
     preset = preset_for(config, name)
     if preset.state_paths is not None:
         return preset.state_paths
-    if preset.base_url and preset.preset in _SCRATCH_HOME:
+    if (preset.base_url and preset.preset in _SCRATCH_HOME) or (preset.provider and preset.preset in _ROUTED_SCRATCH):
         return ()  # a fresh config folder in the turn's scratch: see preset_env
     return STATE_PATHS.get(preset.preset, ())
 
@@ -182,7 +212,8 @@ def preset_env(invocation: Invocation, scratch: Path) -> dict[str, str]:
     """The environment a CLI needs besides build.env_allow: its endpoint and key, the switches that make it run
     headless inside Banach's sandbox, and settings that keep its own files out of the work tree, where the fence would
     count them as edits. With a base_url, claude, codex and gemini get a fresh config folder in `scratch` (created
-    here, with gemini's settings file): they need no login or state in HOME, and nothing of theirs outlives the turn."""
+    here, with gemini's settings file): they need no login or state in HOME, and nothing of theirs outlives the turn.
+    Through the gateway, pi and opencode do too, with a provider config that names the gateway and the turn's token."""
     env = dict(_CLI_ENV.get(invocation.preset, {}))
     if invocation.preset == "aider":
         env.update({"AIDER_CHAT_HISTORY_FILE": str(scratch / ".aider.chat.history.md"),
@@ -203,12 +234,53 @@ def preset_env(invocation: Invocation, scratch: Path) -> dict[str, str]:
             settings = {"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"maxAttempts": 2},
                         "privacy": {"usageStatisticsEnabled": False}}
             (home / ".gemini" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    if invocation.route is not None:
+        env.update(_route_env(invocation, invocation.route, scratch))
     env.update(dict(invocation.env))
     return env
 
 
-def invocation(config: Config, name: str, prompt_file: Path, *, override: str = "") -> Invocation:
-    """The argv for one turn. `override` is --agent-command: any program, prompt on stdin."""
+def _route_env(invocation: Invocation, route: ModelRoute, scratch: Path) -> dict[str, str]:
+    """How each CLI is pointed at the gateway, through its own documented settings. The token stands where the key
+    would; the provider's key never reaches the turn."""
+    kind, url, token = invocation.preset, route.url, route.token
+    if kind == "claude":
+        return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": token}
+    if kind == "gemini":
+        return {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": token}
+    if kind in ("codex", "qwen"):  # the endpoint is on the command line; the key in the variable it names
+        return {TOKEN_ENV: token} if kind == "codex" else {"OPENAI_API_KEY": token}
+    if kind == "aider":  # litellm: openai/<model> and anthropic/<model> take these
+        if route.wire == "anthropic":
+            return {"ANTHROPIC_API_BASE": url, "ANTHROPIC_API_KEY": token}
+        return {"OPENAI_API_BASE": url, "OPENAI_API_KEY": token}
+    if kind == "opencode":
+        xdg = {f"XDG_{name}_HOME": str(scratch / "opencode" / name.lower()) for name in ("DATA", "CONFIG", "STATE", "CACHE")}
+        for folder in xdg.values():
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        sdk, base = ("@ai-sdk/anthropic", url + "/v1") if route.wire == "anthropic" else ("@ai-sdk/openai-compatible", url)
+        provider: dict[str, object] = {"npm": sdk, "name": "banach gateway", "options": {"baseURL": base, "apiKey": "{env:" + TOKEN_ENV + "}"},
+                    "models": {invocation.model: {"name": invocation.model}}}
+        config = scratch / "opencode.json"
+        config.write_text(json.dumps({"provider": {"banach": provider}, "autoupdate": False, "share": "disabled"}))
+        return {**xdg, "OPENCODE_CONFIG": str(config), TOKEN_ENV: token}
+    if kind == "pi":
+        agent_dir = scratch / "pi-agent"
+        agent_dir.mkdir(parents=True, exist_ok=True)
+        api = "anthropic-messages" if route.wire == "anthropic" else "openai-completions"
+        pi_provider: dict[str, object] = {"baseUrl": url, "api": api, "apiKey": TOKEN_ENV, "models": [{"id": invocation.model}],
+                    # what a generic OpenAI-compatible server (vLLM, llama.cpp, Ollama) lacks; harmless elsewhere
+                    "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False}}
+        (agent_dir / "models.json").write_text(json.dumps({"providers": {"banach": pi_provider}}))
+        # no retries of its own: the gateway ends the turn on a limit
+        (agent_dir / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
+        return {"PI_CODING_AGENT_DIR": str(agent_dir), TOKEN_ENV: token}
+    return {"BANACH_MODEL_URL": url, TOKEN_ENV: token, "BANACH_MODEL_WIRE": route.wire}  # any program
+
+
+def invocation(config: Config, name: str, prompt_file: Path, *, override: str = "", route: ModelRoute | None = None) -> Invocation:
+    """The argv for one turn. `override` is --agent-command: any program, prompt on stdin. `route` is the gateway,
+    for a preset with a provider."""
     if override:
         return Invocation(tuple(shlex.split(override)), f"command: {override}")
     preset = preset_for(config, name)
@@ -218,24 +290,29 @@ def invocation(config: Config, name: str, prompt_file: Path, *, override: str = 
                 "--no-edit", str(sim.no_edit), "--out-of-scope", str(sim.out_of_scope), "--tamper", str(sim.tamper),
                 *preset.extra_args)
         return Invocation(sim_argv, SIMULATED_LABEL)
+    route = _check_route(name, preset, route)
     if preset.preset == "command":
         if not preset.command:
             raise AgentError(f"agent preset '{name}' is 'command' but has no command; set agents.{name}.command")
         return Invocation((*shlex.split(preset.command), *preset.extra_args), f"command: {preset.command}",
-                          state_paths(config, name), "command", _endpoint_env(name, preset))
+                          state_paths(config, name), "command", _endpoint_env(name, preset), route=route)
     executable, flags, prompt_mode, model_flag = _PRESETS[preset.preset]
     argv: list[str] = [*(shlex.split(preset.command) if preset.command else [executable]), *flags]
     endpoint = _endpoint_env(name, preset)
-    if preset.base_url and preset.preset == "codex":
+    base_url = route.url if route else preset.base_url
+    if base_url and preset.preset == "codex":
         # a model provider of its own, given on the command line: no config.toml to write. Codex appends /responses.
-        key = preset.api_key_env or "OPENAI_API_KEY"
-        provider = f'{{name="banach", base_url="{preset.base_url}", env_key="{key}", wire_api="responses", ' \
+        key = TOKEN_ENV if route else (preset.api_key_env or "OPENAI_API_KEY")
+        provider = f'{{name="banach", base_url="{base_url}", env_key="{key}", wire_api="responses", ' \
                    'request_max_retries=1, stream_max_retries=1}'
         argv += ["-c", "model_provider=banach", "-c", f"model_providers.banach={provider}"]
-    if preset.model and model_flag:
-        argv += [model_flag, preset.model]
+    if base_url and preset.preset in _BASE_URL_FLAG:
+        argv += [_BASE_URL_FLAG[preset.preset], base_url]
+    model = _model_for_cli(preset.preset, preset.model, route)
+    if model and model_flag:
+        argv += [model_flag, model]
     argv += list(preset.extra_args)
-    prompt = prompt_file.read_text(encoding="utf-8")
+    prompt = prompt_file.read_text(encoding="utf-8") if prompt_mode == "arg" or prompt_mode.startswith("flag:") else ""
     if prompt_mode == "stdin-dash":
         argv.append("-")
     elif prompt_mode == "arg":
@@ -244,17 +321,50 @@ def invocation(config: Config, name: str, prompt_file: Path, *, override: str = 
         argv += [prompt_mode.split(":", 1)[1], prompt]
     elif prompt_mode.startswith("file-flag:"):
         argv += [prompt_mode.split(":", 1)[1], str(prompt_file)]
-    return Invocation(tuple(argv), f"{preset.preset}{' ' + preset.model if preset.model else ''}",
-                      state_paths(config, name), preset.preset, endpoint, preset.base_url)
+    label = f"{preset.preset}{' ' + preset.model if preset.model else ''}"
+    if route is not None:
+        label += f" via gateway ({preset.provider}{' -> ' + preset.upstream_model if preset.upstream_model else ''})"
+    return Invocation(tuple(argv), label, state_paths(config, name), preset.preset, endpoint, base_url, route,
+                      preset.model)
+
+
+def _check_route(name: str, preset: AgentPreset, route: ModelRoute | None) -> ModelRoute | None:
+    if not preset.provider:
+        return None
+    wires = ROUTE_WIRES.get(preset.preset, ())
+    if not wires:
+        raise AgentError(f"agents.{name}.provider: preset '{preset.preset}' cannot be pointed at Banach's gateway; "
+                         "use base_url/api_key_env, or preset 'command' with BANACH_MODEL_URL and BANACH_MODEL_TOKEN")
+    if route is None:
+        raise AgentError(f"agents.{name} talks to the model through Banach's gateway, which is not running")
+    if route.wire not in wires:
+        raise AgentError(f"agents.{name}: preset '{preset.preset}' speaks {' or '.join(wires)}, but provider "
+                         f"'{preset.provider}' is {route.wire}; pick a provider of a wire this CLI speaks")
+    if not preset.model and preset.preset in ("opencode", "pi", "aider"):
+        raise AgentError(f"agents.{name}.model: {preset.preset} needs a model name to ask the gateway for")
+    return route
+
+
+def _model_for_cli(kind: str, model: str, route: ModelRoute | None) -> str:
+    """The model as the CLI names it: through the gateway, opencode and pi name it by the provider Banach writes
+    (banach/<model>) and aider by litellm's prefix for the wire (openai/<model>, anthropic/<model>)."""
+    if route is None or not model:
+        return model
+    if kind in ("opencode", "pi"):
+        return f"banach/{model}"
+    if kind == "aider" and not model.startswith(f"{route.wire}/"):
+        return f"{route.wire}/{model}"
+    return model
 
 
 def _endpoint_env(name: str, preset: AgentPreset) -> tuple[tuple[str, str], ...]:
     """The preset's endpoint and key as the CLI reads them, then its `env`."""
     env: dict[str, str] = {}
     if preset.base_url:
-        if preset.preset not in _BASE_URL_ENV and preset.preset != "codex":
+        if preset.preset not in _BASE_URL_ENV and preset.preset not in _BASE_URL_FLAG and preset.preset != "codex":
             raise AgentError(f"agents.{name}.base_url: preset '{preset.preset}' takes its endpoint from its own config, "
-                             "not from base_url; see docs/agents.md for how to point it at a server")
+                             "not from base_url; see docs/agents.md for how to point it at a server, or use provider "
+                             "(Banach's gateway), which works for every CLI")
         if preset.preset in _BASE_URL_ENV:
             env[_BASE_URL_ENV[preset.preset]] = preset.base_url
     if preset.api_key_env:
@@ -333,8 +443,11 @@ def check_agents(ws: Workspace) -> list[AgentCheck]:
                     "" if example else "set build.agent to a real preset (docs/agents.md shows a working banach.toml "
                     "for claude, codex and aider)"))
                 continue
+            provider = ws.config.gateway.providers.get(preset.provider)
+            # --version calls no model: a route to nowhere stands in for the gateway
+            route = ModelRoute("http://127.0.0.1:9", "version-check", provider.wire) if provider else None
             try:
-                call = invocation(ws.config, rung, scratch / "prompt.md")
+                call = invocation(ws.config, rung, scratch / "prompt.md", route=route)
             except AgentError as exc:
                 checks.append(AgentCheck(False, f"agent {rung}: {exc}", "fix the preset in banach.toml"))
                 continue

@@ -10,7 +10,9 @@ import click
 from build_loop.agents import all_state_paths, check_agents
 from build_loop.governor import Governor, Options
 from build_loop.history import unblock_items
-from build_loop.report import iteration_text, latest_iteration, summary
+from build_loop.gateway.keys import store_key
+from build_loop.gateway.server import gateway_for
+from build_loop.report import iteration_text, latest_iteration, summary, transcript
 from build_loop.run import serve_build
 from canon.store import CanonStore
 from shared.boundary import run_cli, workspace_option
@@ -27,10 +29,14 @@ turn_timeout_option = click.option("--turn-timeout", type=float, default=None, m
 def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, stopper: Stopper | None = None) -> Governor:
     ws = Workspace.open(workspace)
     agent_state = () if agent_command else all_state_paths(ws.config)
+    gateway = None if agent_command else gateway_for(ws)  # reads the provider keys and binds before build restricts itself
     click.echo(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"), err=True)
+    if gateway is not None:
+        click.echo(f"build-loop: model gateway on {gateway.url} (providers: {', '.join(sorted(ws.config.gateway.providers))}; "
+                   f"network: {ws.config.gateway.network})", err=True)
     if not agent_command and ws.config.agents.get(ws.config.build.agent) and ws.config.agents[ws.config.build.agent].preset == "sim":
         click.echo("build-loop: the agent is SIMULATED (a scripted stand-in for an LLM)", err=True)
-    return Governor(ws, Options(agent_command, turn_timeout), cancel=stopper.event if stopper else None)
+    return Governor(ws, Options(agent_command, turn_timeout), cancel=stopper.event if stopper else None, gateway=gateway)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -81,14 +87,42 @@ def run(workspace: Path, agent_command: str, turn_timeout: float | None) -> None
 @click.argument("n", type=int, required=False)
 @click.option("--prompt", "what", flag_value="prompt", help="print the exact prompt iteration N saw")
 @click.option("--output", "what", flag_value="output", help="print what the agent printed in iteration N")
+@click.option("--transcript", "what", flag_value="transcript",
+              help="print every model call of iteration N through the gateway: the request and the answer, exactly")
 def report(workspace: Path, n: int | None, what: str | None) -> None:
-    """Why iteration N (default: the latest) was kept or rolled back; or its prompt or output.
+    """Why iteration N (default: the latest) was kept or rolled back; or its prompt, output or model transcript.
 
-    Example: build-loop report 3 --prompt
+    Example: build-loop report 3 --transcript
     """
     ws = Workspace.open(workspace)
     number = n if n is not None else latest_iteration(ws)
-    click.echo(iteration_text(ws, number, what) if what else summary(ws, number))
+    if what == "transcript":
+        click.echo(transcript(ws, number))
+    else:
+        click.echo(iteration_text(ws, number, what) if what else summary(ws, number))
+
+
+@cli.group()
+def key() -> None:
+    """The provider keys of Banach's model gateway, kept where no agent can read them.
+
+    Example: build-loop key set anthropic < ~/anthropic.key
+    """
+
+
+@key.command("set")
+@workspace_option
+@click.argument("provider")
+def key_set(workspace: Path, provider: str) -> None:
+    """Store PROVIDER's key (read from stdin, or asked for without echo) in state/keys/providers/PROVIDER.
+
+    Example: build-loop key set anthropic < ~/anthropic.key
+    """
+    ws = Workspace.open(workspace)
+    stdin = click.get_text_stream("stdin")
+    value = click.prompt(f"{provider} key", hide_input=True) if stdin.isatty() else stdin.read()
+    path = store_key(ws, provider, value)
+    click.echo(f"stored the key of {provider} in {ws.relative(path)} (mode 0600; hidden from every agent)")
 
 
 @cli.command("unblock")

@@ -25,6 +25,7 @@ from typing import Any
 
 from build_loop import agents
 from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns, snapshot
+from build_loop.gateway.server import Allowance, Gateway, Lease, gateway_for
 from build_loop.history import ItemHistory, item_history, next_iteration, skipped_green
 from build_loop.picker import pick
 from build_loop.prompt import render
@@ -67,7 +68,8 @@ class Outcome:
 
 
 class Governor:
-    def __init__(self, ws: Workspace, options: Options | None = None, *, cancel: threading.Event | None = None) -> None:
+    def __init__(self, ws: Workspace, options: Options | None = None, *, cancel: threading.Event | None = None,
+                 gateway: Gateway | None = None) -> None:
         self.ws = ws
         self.options = options or Options()
         self.cancel = cancel or threading.Event()
@@ -80,9 +82,24 @@ class Governor:
         agent_setup = {"command": self.options.agent_command, "build": ws.config.build.model_dump(mode="json"),
                        "agents": {name: preset.model_dump(mode="json") for name, preset in ws.config.agents.items()}}
         self.agent_setup = hashlib.sha256(json.dumps(agent_setup, sort_keys=True).encode()).hexdigest()[:16]
+        # the model gateway, when a rung talks to a provider through it (build-loop's CLI starts it before build
+        # restricts itself); what this run has spent through it
+        self.gateway = gateway if gateway is not None or self.options.agent_command else gateway_for(ws)
+        self.run_tokens, self.run_cost = 0, 0.0
 
     def close(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop()
         self.journal.close()
+
+    def run_budget_spent(self) -> str:
+        """Why this run may not start another turn through the gateway, or ""."""
+        gateway = self.ws.config.gateway
+        if gateway.max_run_tokens and self.run_tokens >= gateway.max_run_tokens:
+            return f"gateway token budget: {self.run_tokens} of {gateway.max_run_tokens} tokens used by this run"
+        if gateway.max_run_cost_usd and self.run_cost >= gateway.max_run_cost_usd:
+            return f"gateway cost budget: ${self.run_cost:.4f} of ${gateway.max_run_cost_usd:.4f} used by this run"
+        return ""
 
     # recovery -----------------------------------------------------------------------------------
     def recover(self) -> Outcome | None:
@@ -279,14 +296,69 @@ class Governor:
         folder.mkdir(parents=True, exist_ok=True)
         prompt_file = folder / "prompt.md"
         write_text(prompt_file, prompt)
-        invocation = agents.invocation(self.ws.config, rung, prompt_file, override=self.options.agent_command)
+        preset = None if self.options.agent_command else self.ws.config.agents.get(rung)
+        lease = route = None
+        if preset is not None and preset.provider:
+            allowance = self._allowance(item, canon)
+            why, source = _exhausted(allowance)
+            if why:
+                shutil.rmtree(scratch, ignore_errors=True)
+                return self._budget_spent(item, canon, history, why, source)
+            assert self.gateway is not None
+            lease = self.gateway.open_turn(preset.provider, upstream_model=preset.upstream_model, allowance=allowance,
+                                           log=folder / "calls.jsonl")
+            route = agents.ModelRoute(lease.url, lease.token, self.ws.config.gateway.providers[preset.provider].wire)
+        try:
+            invocation = agents.invocation(self.ws.config, rung, prompt_file, override=self.options.agent_command,
+                                           route=route)
+        except Exception:
+            if lease is not None and self.gateway is not None:
+                self.gateway.close(lease)
+            raise
         self.journal.append("iteration.started", {**base, "checkpoint": checkpoint, "refs": _refs_json(refs),
                                                   "agent": invocation.label, "rung": rung,
                                                   "failing_before": before.failing})
         outcome = self._decide(n, item, canon, plan, checkpoint, refs, before, sensors, canon_dir, scratch, folder,
-                               invocation, rung, prompt, history)
+                               invocation, rung, prompt, history, lease)
         shutil.rmtree(scratch, ignore_errors=True)
         return outcome
+
+    # the gateway's budgets ------------------------------------------------------------------------
+    def _item_spent(self, item_id: str, canon_version: int) -> tuple[int, float]:
+        rows = [r.data for r in self.journal.rows("model.call")
+                if r.data.get("item") == item_id and r.data.get("canon_version") == canon_version]
+        tokens = sum(int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) + int(r.get("cache_read_tokens", 0))
+                     + int(r.get("cache_write_tokens", 0)) for r in rows)
+        return tokens, sum(float(r.get("cost_usd") or 0.0) for r in rows)
+
+    def _allowance(self, item: Item, canon: Canon) -> Allowance:
+        """The tightest of the turn's, the item's (at this canon version) and the run's budgets."""
+        gateway = self.ws.config.gateway
+        item_tokens, item_cost = self._item_spent(item.id, canon.version) if (
+            gateway.max_item_tokens or gateway.max_item_cost_usd) else (0, 0.0)
+        tokens = [(limit - spent, source) for limit, spent, source in (
+            (gateway.max_turn_tokens, 0, "turn"), (gateway.max_item_tokens, item_tokens, "item"),
+            (gateway.max_run_tokens, self.run_tokens, "run")) if limit]
+        costs = [(limit - spent, source) for limit, spent, source in (
+            (gateway.max_turn_cost_usd, 0.0, "turn"), (gateway.max_item_cost_usd, item_cost, "item"),
+            (gateway.max_run_cost_usd, self.run_cost, "run")) if limit]
+        token_limit, token_source = min(tokens) if tokens else (None, "")
+        cost_limit, cost_source = min(costs) if costs else (None, "")
+        return Allowance(token_limit, cost_limit, token_source, cost_source)
+
+    def _budget_spent(self, item: Item, canon: Canon, history: ItemHistory, why: str, source: str) -> Outcome:
+        """No turn starts on a spent budget: the item's blocks the item, the run's stops the run."""
+        if source == "item":
+            self.journal.append(BLOCKED, {"item": item.id, "canon_version": canon.version, "attempts": history.attempts,
+                                          "evidence": {"reason": why, "failing": None, "excerpt": "", "iteration": None}})
+            return Outcome("blocked", f"{item.id}: blocked: {why}", None, item.id)
+        return Outcome("budget_exhausted", f"build-loop: {why}", None, item.id)
+
+    def _journal_calls(self, n: int, item: Item, canon: Canon, lease: Lease) -> None:
+        for call in lease.calls:
+            self.journal.append("model.call", {"n": n, "item": item.id, "canon_version": canon.version, **call.as_json()})
+        self.run_tokens += lease.tokens
+        self.run_cost += lease.cost_usd or 0.0
 
     def _context(self, scratch: Path) -> list[dict[str, str]]:
         """Context commands read the work tree the agent wrote: they run sandboxed like the agent, read-only on it."""
@@ -318,7 +390,8 @@ class Governor:
 
     def _decide(self, n: int, item: Item, canon: Canon, plan: FixPlan, checkpoint: str, refs: RefState,
                 before: Reading, sensors: list[Sensor], canon_dir: Path, scratch: Path, folder: Path,
-                invocation: agents.Invocation, rung: str, prompt: str, history: ItemHistory) -> Outcome:
+                invocation: agents.Invocation, rung: str, prompt: str, history: ItemHistory,
+                lease: Lease | None = None) -> Outcome:
         build = self.ws.config.build
         base: dict[str, Any] = {"n": n, "item": item.id, "plan_pass": plan.pass_seq, "canon_version": canon.version,
                                 "kind": item.kind, "area": item.area, "failing_before": before.failing,
@@ -330,21 +403,35 @@ class Governor:
         timeout = self.options.turn_timeout or build.turn_timeout
         env = {**self._agent_env(n, item, agent_prompt, turn_scratch), **agents.preset_env(invocation, turn_scratch)}
         control = self.code.control_files()
-        turn = run(Request(argv, cwd=self.ws.code, env=env, stdin=prompt, timeout=timeout, limits=self._limits()),
-                   reap_orphans=self.subreaper, cancel=self.cancel)
+        try:
+            turn = run(Request(argv, cwd=self.ws.code, env=env, stdin=prompt, timeout=timeout, limits=self._limits()),
+                       reap_orphans=self.subreaper, cancel=self.cancel, halt=lease.halt if lease else None)
+        finally:
+            if lease is not None and self.gateway is not None:
+                self.gateway.close(lease)
         write_text(folder / "output.txt", turn.stdout + ("\n--- stderr ---\n" + turn.stderr if turn.stderr.strip() else ""))
         preset_name = "" if self.options.agent_command else rung
         report = agents.read_turn(self.ws.config, preset_name, turn.stdout, turn.stderr, turn.returncode, now=time.time())
-        turn_facts = {"exit_code": turn.returncode, "timed_out": turn.timed_out, "duration": round(turn.duration, 3),
-                      "reaped": turn.reaped, "cost_usd": report.cost_usd, "claimed_success": report.claimed_success,
-                      "capped": turn.capped}
+        turn_facts: dict[str, Any] = {
+            "exit_code": turn.returncode, "timed_out": turn.timed_out, "duration": round(turn.duration, 3),
+            "reaped": turn.reaped, "cost_usd": report.cost_usd, "claimed_success": report.claimed_success,
+            "capped": turn.capped}
+        if lease is not None:
+            self._journal_calls(n, item, canon, lease)
+            model_calls = [c for c in lease.calls if c.model_call]
+            turn_facts.update({"cost_usd": lease.cost_usd, "model_calls": len(model_calls), "tokens": lease.tokens,
+                               "gateway_stop": lease.stop_reason or None})
+            if lease.stop_reason == "budget":
+                turn_facts["budget_stop"] = lease.stop_message
 
         def end(decision: str, reason: str, **extra: Any) -> Outcome:
+            if turn_facts.get("budget_stop"):
+                reason = f"{reason} (the gateway stopped the turn: {turn_facts['budget_stop']})"
             record = {**base, **turn_facts, "decision": decision, "reason": reason, **extra}
             self.journal.append("iteration.ended", record)
             write_json(folder / "result.json", record)
             return Outcome(decision, f"iteration {n} ({item.id}): {decision}: {reason}", n, item.id,
-                           extra.get("commit"), report.cost_usd, extra.get("resets_at"), record)
+                           extra.get("commit"), turn_facts["cost_usd"], extra.get("resets_at"), record)
 
         refs_checked = False  # once the guards have compared (and restored) the refs, a roll-back need not again
 
@@ -357,6 +444,10 @@ class Governor:
         if turn.cancelled:
             roll_back()
             return end("abandoned", "build-loop was asked to stop during the turn; rolled back")
+        if lease is not None and lease.stop_reason == "rate_limited":
+            roll_back()
+            return end("rate_limited", f"the gateway ended the turn: {lease.stop_message}; neither progress nor failure",
+                       resets_at=lease.resets_at)
         if report.rate_limited:
             roll_back()
             return end("rate_limited", "the agent hit a usage or rate limit: neither progress nor failure",
@@ -389,7 +480,7 @@ class Governor:
             return outcome
         entries = snapshot(self.code, fenced.kept)
         changed = sorted(entries)
-        if not changed and turn.returncode != 0 and not turn.timed_out:
+        if not changed and turn.returncode != 0 and not turn.timed_out and not turn.halted:
             roll_back()  # the agent did not run (missing, misconfigured, refused): not an attempt on the item
             tail = "\n".join(turn.stderr.strip().splitlines()[-15:])
             first = tail.splitlines()[-1] if tail else "no output on stderr"
@@ -451,6 +542,15 @@ class Governor:
             self.journal.append("ladder.climb", {"item": item.id, "from": history.rung, "to": history.rung + 1,
                                                  "from_agent": ladder[history.rung], "to_agent": ladder[history.rung + 1],
                                                  "after": streak, "n": outcome.n})
+
+
+def _exhausted(allowance: Allowance) -> tuple[str, str]:
+    """(why no turn may start, whose budget it is: turn, item or run), or ("", "")."""
+    if allowance.tokens is not None and allowance.tokens <= 0:
+        return f"the {allowance.tokens_from} token budget at the gateway is spent", allowance.tokens_from
+    if allowance.cost_usd is not None and allowance.cost_usd <= 0:
+        return f"the {allowance.cost_from} cost budget at the gateway is spent", allowance.cost_from
+    return "", ""
 
 
 def _refs_json(refs: RefState) -> dict[str, Any]:

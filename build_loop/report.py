@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from build_loop.gateway.store import BodyStore
 from shared.errors import BanachError
 from shared.journal import Journal
 from shared.workspace import Workspace
@@ -57,6 +58,51 @@ def summary(ws: Workspace, n: int) -> str:
                 lines.append(f"  commit: {data['commit']}")
             if data.get("claimed_success"):
                 lines.append("  the agent claimed success (not believed; sensors decide)")
+        elif row.kind == "model.call":
+            lines.append(f"  {_call_line(data)}")
         else:
             lines.append(f"  {row.kind}: {json.dumps(data, sort_keys=True)}")
     return "\n".join(lines)
+
+
+def _call_line(call: dict[str, object]) -> str:
+    model = str(call.get("model"))
+    if call.get("requested_model") and call.get("requested_model") != call.get("model"):
+        model += f" (the CLI asked for {call['requested_model']})"
+    cost = f", ${call['cost_usd']:.4f}" if isinstance(call.get("cost_usd"), float) else ""
+    tokens = (f"{call.get('input_tokens')} in, {call.get('output_tokens')} out, {call.get('cache_read_tokens')} cache read, "
+              f"{call.get('cache_write_tokens')} cache write")
+    line = (f"model call {call.get('seq')}: {call.get('path')} -> {call.get('provider')}: {model}: status {call.get('status')}"
+            f"{', streamed' if call.get('stream') else ''}; {tokens}{cost}; {call.get('latency_ms')} ms")
+    return line + (f"; {call['error']}" if call.get("error") else "")
+
+
+def _body_text(data: bytes | None) -> str:
+    if data is None:
+        return "(not in the store)"
+    if not data:
+        return "(empty)"
+    text = data.decode("utf-8", errors="replace")
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return text.rstrip("\n")  # a stream, as the provider sent it
+
+
+def transcript(ws: Workspace, n: int) -> str:
+    """Every model call of iteration N through the gateway, with the request and the answer exactly as they went."""
+    journal = Journal.reader(ws.journal_path("build"))
+    if journal is None:
+        raise BanachError("build-loop has not run any iteration yet")
+    with journal:
+        calls = [row.data for row in journal.rows("model.call") if row.data.get("n") == n]
+    if not calls:
+        raise BanachError(f"iteration {n} has no model calls on record: only turns whose agent talks to the model "
+                          "through Banach's gateway (agents.NAME.provider) are recorded")
+    store = BodyStore(ws.role_dir("build") / "bodies")
+    parts = [f"iteration {n}: {len(calls)} call(s) through the gateway"]
+    for call in calls:
+        parts.append(f"\n=== {_call_line(call)}")
+        parts.append(f">>> request (sha256 {call['request_digest']})\n{_body_text(store.get(str(call['request_digest'])))}")
+        parts.append(f"<<< response (sha256 {call['response_digest']})\n{_body_text(store.get(str(call['response_digest'])))}")
+    return "\n".join(parts)

@@ -19,8 +19,8 @@ def _budget_hit(governor: Governor, turns: int, started: float, cost: float) -> 
     if build.max_seconds and time.monotonic() - started >= build.max_seconds:
         return f"time budget: {build.max_seconds:g}s of wall-clock used"
     if build.max_cost_usd and cost >= build.max_cost_usd:
-        return f"cost budget: ${cost:.2f} of ${build.max_cost_usd:.2f} reported by the agent"
-    return ""
+        return f"cost budget: ${cost:.2f} of ${build.max_cost_usd:.2f} reported by the agent or the gateway"
+    return governor.run_budget_spent()
 
 
 def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Stopper) -> str:
@@ -41,7 +41,11 @@ def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Sto
                 break
             outcome: Outcome = governor.iterate()
             echo(outcome.message)
-            if outcome.decision not in ("idle", "already_green", "interrupted", "paused"):
+            if outcome.decision == "budget_exhausted":
+                governor.journal.append("run.budget_exhausted", {"budget": outcome.message, "turns": turns, "cost_usd": cost})
+                reason = outcome.message
+                break
+            if outcome.decision not in ("idle", "already_green", "interrupted", "paused", "blocked"):
                 turns += 1
             cost += outcome.cost_usd or 0.0
             if outcome.decision == "rate_limited":

@@ -33,12 +33,14 @@ def writable_paths(ws: Workspace, role: Role) -> list[Path]:
 
 
 def hidden_paths(ws: Workspace, role: Role) -> list[Path]:
-    """What a role may not read: the other roles' keys (a role signs only its own receipts) and the supervisor's
-    credentials, with which any process could stop the other loops."""
+    """What a role may not read: the other roles' keys (a role signs only its own receipts), the model providers'
+    keys (only build's gateway sends them) and the supervisor's credentials, with which any process could stop the
+    other loops."""
     from shared.supervisor import credentials_path
 
     others = [ws.keys_dir / f"{other}.key" for other in ROLES if other != role]
-    return [*others, credentials_path(ws), ws.supervisor_conf]
+    providers = [] if role == "build" else [ws.keys_dir / "providers"]
+    return [*others, *providers, credentials_path(ws), ws.supervisor_conf]
 
 
 def landlock_restrict(paths: list[Path], hidden: list[Path] | None = None) -> int:
@@ -121,14 +123,25 @@ def sandbox_flags(ws: Workspace, writable: list[Path]) -> list[str] | None:
     return flags
 
 
-def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path]) -> tuple[str, ...]:
+def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *,
+                 gateway_relay: tuple[Path, int] | None = None) -> tuple[str, ...]:
     """Wrap a child's argv so that it runs with writes narrowed to `writable`, the receipt keys unreadable, and no
     signals or abstract unix sockets to processes outside where the kernel has scopes (landlock backend only).
-    Isolated mode (-I): neither the child's cwd (the work tree) nor PYTHONPATH can put a module before the wrapper's."""
+    Isolated mode (-I): neither the child's cwd (the work tree) nor PYTHONPATH can put a module before the wrapper's.
+
+    gateway_relay (socket, port): the gateway-only network, where 127.0.0.1:port is the gateway's unix socket and
+    nothing else is reachable (shared/netrelay.py). It needs the wrapper, so another backend is refused for it."""
     from shared.sandbox import landlock_features
 
     flags = sandbox_flags(ws, writable)
     if flags is None:
+        if gateway_relay is not None:
+            raise IsolationError(f"the gateway-only network is made by the Landlock wrapper, but isolation.backend is "
+                                 f"'{ws.config.isolation.backend}' in {ws.root / 'banach.toml'}: set it to 'landlock', "
+                                 "or leave the agent's network open")
         return argv
     scope = ["--scope"] if landlock_features()["scopes"] else []
+    if gateway_relay is not None:
+        socket_path, port = gateway_relay
+        flags += ["--gateway-relay", f"{socket_path}:{port}"]
     return (sys.executable, "-I", "-m", "shared.sandbox", *flags, *scope, "--", *argv)

@@ -71,10 +71,11 @@ class Outcome:
     reaped: int  # processes still alive after the main one ended, which we had to kill
     cancelled: bool = False
     capped: str = ""  # which limit it hit ("output over 10 MiB"), or ""
+    halted: bool = False  # stopped because the caller's halt event was set (the gateway saw a limit or a spent budget)
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out and not self.cancelled and not self.capped
+        return self.returncode == 0 and not self.timed_out and not self.cancelled and not self.capped and not self.halted
 
     def describe(self) -> str:
         """A failed child as a person wants to read it: command, exit code, indented output."""
@@ -260,12 +261,14 @@ class _Watch:
         return list(self.streams.values())[which].text()
 
 
-def run(request: Request, *, reap_orphans: bool = False, cancel: threading.Event | None = None) -> Outcome:
+def run(request: Request, *, reap_orphans: bool = False, cancel: threading.Event | None = None,
+        halt: threading.Event | None = None) -> Outcome:
     """Run one child to completion or to its budget or limits, then stop everything it started.
 
     reap_orphans: only for a caller that runs one child at a time and made itself a child subreaper
     (build-loop); it collects every zombie re-parented to it.
     cancel: when set (a shutdown was requested), the child is stopped as if its budget ran out.
+    halt: when set (something outside the child decided its turn is over), the child is stopped; Outcome.halted.
     """
     limits = request.limits
     started = time.time()
@@ -273,13 +276,14 @@ def run(request: Request, *, reap_orphans: bool = False, cancel: threading.Event
         return Outcome(request.argv, 127, "", f"cannot start {request.argv[0]}: no such program", started, 0.0, False, 0)
     cgroup = Cgroup.create(limits.max_processes, limits.memory_bytes) if limits is not None else None
     try:
-        return _run(request, cgroup, reap_orphans, cancel)
+        return _run(request, cgroup, reap_orphans, cancel, halt)
     finally:
         if cgroup is not None:
             cgroup.remove()
 
 
-def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: threading.Event | None) -> Outcome:
+def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: threading.Event | None,
+         halt: threading.Event | None) -> Outcome:
     limits = request.limits
     tag = secrets.token_hex(8)
     env = dict(request.env) if cgroup is not None else {**request.env, REAP_TAG: tag}
@@ -303,7 +307,7 @@ def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: th
             pidfd = _pidfd(proc.pid)
             if pidfd is not None:
                 poller.register(pidfd, select.POLLIN)
-            timed_out = cancelled = False
+            timed_out = cancelled = halted = False
 
             def on_wait() -> None:
                 watch.pump(poller)  # a child that prints on its way out must not block on a full pipe
@@ -332,6 +336,9 @@ def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: th
                     if cancel is not None and cancel.is_set():
                         cancelled = True
                         break
+                    if halt is not None and halt.is_set():
+                        halted = True
+                        break
                     if now >= deadline:
                         timed_out = True
                         break
@@ -357,6 +364,7 @@ def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: th
                 reaped=reaped,
                 cancelled=cancelled,
                 capped=capped,
+                halted=halted,
             )
 
 

@@ -27,8 +27,10 @@ import aiohttp
 from aiohttp import web
 
 from build_loop.gateway import wires
+from build_loop.gateway.keys import load_keys
 from build_loop.gateway.store import BodyStore
 from shared.config import GatewayConfig, PriceConfig
+from shared.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,8 @@ def cost_of(usage: wires.Usage, price: PriceConfig | None) -> float | None:
 
 
 class Gateway:
-    def __init__(self, config: GatewayConfig, keys: dict[str, str], store: BodyStore) -> None:
+    def __init__(self, config: GatewayConfig, keys: dict[str, str], store: BodyStore, *,
+                 socket_path: Path | None = None) -> None:
         self.config = config
         self._keys = keys
         self.store = store
@@ -131,8 +134,12 @@ class Gateway:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="banach-gw-"))  # short: a socket path has 107 bytes at most
-        self.socket_path = self._socket_dir / "gateway.sock"
+        # a socket path has 107 bytes at most: a deep workspace gets a folder in /tmp instead
+        self._socket_dir: Path | None = None
+        if socket_path is None or len(bytes(socket_path)) >= 100:
+            self._socket_dir = Path(tempfile.mkdtemp(prefix="banach-gw-"))
+            socket_path = self._socket_dir / "gateway.sock"
+        self.socket_path: Path = socket_path
         self.port = 0
         self.refused = 0  # calls with no valid token
 
@@ -157,7 +164,10 @@ class Gateway:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=30)
         self._loop = self._thread = None
-        shutil.rmtree(self._socket_dir, ignore_errors=True)
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+        else:
+            self.socket_path.unlink(missing_ok=True)
 
     def __enter__(self) -> Gateway:
         return self.start()
@@ -184,6 +194,7 @@ class Gateway:
         self._session = aiohttp.ClientSession(timeout=timeout, auto_decompress=False, trust_env=False)
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
+        self.socket_path.unlink(missing_ok=True)  # left by a build-loop that was killed
         await web.UnixSite(self._runner, str(self.socket_path)).start()
         self.socket_path.chmod(0o666)  # the token is the credential; an agent under the users backend connects too
         return int(self._runner.addresses[0][1])
@@ -319,3 +330,19 @@ def _error(status: int, kind: str, message: str) -> web.Response:
     """An error every SDK can read: Anthropic's and OpenAI's shapes overlap on error.message, Google's on error.status."""
     return web.json_response({"type": "error", "error": {"type": kind, "code": status, "status": kind.upper(),
                                                          "message": message}}, status=status)
+
+
+def uses_gateway(ws: Workspace) -> bool:
+    return any(ws.config.agents[rung].provider for rung in ws.config.build.rungs if rung in ws.config.agents)
+
+
+def gateway_for(ws: Workspace) -> Gateway | None:
+    """The gateway of build-loop for this workspace, started, when a ladder rung talks to a provider through it.
+    Called before build restricts itself: it reads the provider keys (and takes them out of the environment) and
+    binds its sockets."""
+    if not uses_gateway(ws):
+        return None
+    keys = load_keys(ws)
+    build = ws.role_dir("build")
+    build.mkdir(parents=True, exist_ok=True)
+    return Gateway(ws.config.gateway, keys, BodyStore(build / "bodies"), socket_path=build / "gateway.sock").start()
