@@ -399,7 +399,11 @@ class Governor:
         agent_prompt = folder / "prompt.md"
         turn_scratch = scratch / "agent"
         turn_scratch.mkdir()
-        argv = sandbox_argv(self.ws, invocation.argv, [self.ws.code, turn_scratch, *invocation.state_paths])
+        relay = None
+        if lease is not None and self.gateway is not None and self.ws.config.gateway.network == "gateway-only":
+            relay = (self.gateway.socket_path, self.gateway.port)  # the agent's one way out: 127.0.0.1:port, relayed
+        argv = sandbox_argv(self.ws, invocation.argv, [self.ws.code, turn_scratch, *invocation.state_paths],
+                            gateway_relay=relay)
         timeout = self.options.turn_timeout or build.turn_timeout
         env = {**self._agent_env(n, item, agent_prompt, turn_scratch), **agents.preset_env(invocation, turn_scratch)}
         control = self.code.control_files()

@@ -209,6 +209,12 @@ class Config(Model):
 
     @model_validator(mode="after")
     def _providers_exist(self) -> Config:
+        if self.gateway.network == "gateway-only":
+            direct = [rung for rung in self.build.rungs
+                      if rung in self.agents and self.agents[rung].preset != "sim" and not self.agents[rung].provider]
+            if direct:
+                raise ValueError(f"gateway.network is 'gateway-only', but {', '.join(direct)} would talk to its model "
+                                 "directly and find no way out: give each ladder rung a provider")
         for name, preset in self.agents.items():
             if preset.provider and preset.provider not in self.gateway.providers:
                 known = ", ".join(sorted(self.gateway.providers)) or "none yet"

@@ -26,6 +26,7 @@ def examine(ws: Workspace | None) -> list[Finding]:
     if abi:
         for missing in landlock_features()["missing"]:
             findings.append(Finding(False, f"Landlock: {missing}", "a newer kernel enforces it; until then it is not held"))
+    findings.append(gateway_only_network(configured=ws is not None and ws.config.gateway.network == "gateway-only"))
     lacking = containment_available()
     findings.append(Finding(not lacking, "cgroups: each agent turn and check runs in its own cgroup, killed whole"
                             if not lacking else f"cgroups: {lacking}",
@@ -64,7 +65,8 @@ def examine(ws: Workspace | None) -> list[Finding]:
 
         blocked = unreachable_ancestors(Path(sys.executable)) + unreachable_ancestors(ws.root / "x")
         findings.append(Finding(not blocked, "users backend: the interpreter and the workspace are reachable by the role accounts"
-                                if not blocked else f"users backend: the role accounts cannot enter {', '.join(map(str, blocked))}",
+                                if not blocked else
+                                f"users backend: the role accounts cannot enter {', '.join(map(str, blocked))}",
                                 "" if not blocked else "install Banach where all accounts can read it (a venv under /opt) "
                                 "and keep the workspace outside private folders"))
         findings.append(Finding(os.geteuid() == 0, "users backend: 'banach up' must run as root",
@@ -74,6 +76,59 @@ def examine(ws: Workspace | None) -> list[Finding]:
         findings.append(Finding(path.exists(), f"{store}: " + ("a git repository" if path.exists() else "not a git repository"),
                                 "" if path.exists() else "create the workspace with 'banach init'"))
     return findings
+
+
+# Run inside the gateway-only network: only loopback, and the relay's port answers with the throwaway gateway.
+_GATEWAY_PROBE = """
+import socket
+with socket.create_connection(("127.0.0.1", 8080), timeout=5) as gateway:
+    gateway.sendall(b"ping")
+    print(gateway.recv(4).decode(), *(name for _, name in socket.if_nameindex()))
+"""
+
+
+def gateway_only_network(*, configured: bool) -> Finding:
+    """Try the gateway-only network for real: the wrapper with a relay to a throwaway unix socket, and a child that
+    talks to it through the relay and lists its interfaces. A failure is a problem only where it is configured."""
+    import socket
+    import tempfile
+    import threading
+    from pathlib import Path
+
+    from shared.process import Request, run
+
+    def answer_once(listener: socket.socket) -> None:
+        try:
+            connection, _ = listener.accept()
+            with connection:
+                if connection.recv(4) == b"ping":
+                    connection.sendall(b"pong")
+        except OSError:
+            pass  # the child then reports no answer
+
+    with tempfile.TemporaryDirectory(prefix="banach-doctor-") as folder, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(f"{folder}/gateway.sock")
+        listener.listen(1)
+        listener.settimeout(10)
+        answering = threading.Thread(target=answer_once, args=(listener,), daemon=True)
+        answering.start()
+        outcome = run(Request((sys.executable, "-I", "-m", "shared.sandbox", "--write", folder, "--gateway-relay",
+                               f"{folder}/gateway.sock:8080", "--", sys.executable, "-c", _GATEWAY_PROBE),
+                              cwd=Path(folder), timeout=10))
+        if answering.is_alive():  # the probe never connected: wake the accept with a connection of our own
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as wake:
+                wake.connect(f"{folder}/gateway.sock")
+        answering.join(timeout=10)
+    if outcome.ok and outcome.stdout.split() == ["pong", "lo"]:
+        return Finding(True, "gateway-only network: works (a network namespace with loopback only, where a relay "
+                             "carries one port to the gateway's socket)")
+    why = (outcome.stderr.strip().splitlines() or [f"the probe printed {outcome.stdout.strip()!r}"])[-1]
+    if not configured:
+        return Finding(True, f"gateway-only network: not available here ({why}); not configured, so nothing is lost")
+    return Finding(False, f"gateway-only network: cannot work here: {why}",
+                   "the reason says what this machine lacks; until it has it, network = 'gateway-only' is refused "
+                   "(the agent is never run with an open network instead)")
 
 
 def _agent_findings(ws: Workspace) -> list[Finding]:

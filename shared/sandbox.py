@@ -1,12 +1,18 @@
 """Landlock through our own binding of its three system calls, and the wrapper every sandboxed child runs in:
 
-    python -I -m shared.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]... [--no-network] -- PROGRAM ARGS
+    python -I -m shared.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]... [--no-network]
+                                [--gateway-relay SOCKET:PORT] -- PROGRAM ARGS
 
 which restricts itself, then execs PROGRAM. What a ruleset can restrict grows with the kernel's Landlock ABI:
 1 (Linux 5.13) writes and reads beneath paths, 2 (5.19) links and renames across folders, 3 (6.2) truncate,
 4 (6.7) TCP bind and connect by port, 5 (6.10) device ioctls, 6 (6.12) signals and abstract unix sockets,
 7 (6.15) audit flags only. File rights shrink to what the kernel knows (best effort, as the Landlock docs advise);
 a network rule or scope the caller asked for and the kernel lacks is refused, never silently dropped.
+
+--gateway-relay first moves the wrapper into a network namespace with only loopback, where 127.0.0.1:PORT is a relay
+to the unix socket SOCKET and nothing else answers (shared/netrelay.py). The namespace is the boundary: inside it the
+program may still bind and connect on loopback (a test suite's own local server works). `--connect-port PORT` on top
+narrows TCP to the relay alone with Landlock, where the kernel has network rules.
 
 Kept free of heavy imports (no pydantic, no config, no dataclasses): every sandboxed child pays for this start-up.
 """
@@ -234,9 +240,9 @@ def restrict_writes(paths: Sequence[Path], hidden: Sequence[Path] = (), *,
     return abi
 
 
-_VALUE_FLAGS = ("--write", "--hide", "--connect-port")
+_VALUE_FLAGS = ("--write", "--hide", "--connect-port", "--gateway-relay")
 USAGE = ("usage: python -I -m shared.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]... "
-         "[--no-network] -- PROGRAM [ARGS]")
+         "[--no-network] [--gateway-relay SOCKET:PORT] -- PROGRAM [ARGS]")
 
 
 def _parse(options: list[str]) -> dict[str, list[str]]:
@@ -259,6 +265,20 @@ def _parse(options: list[str]) -> dict[str, list[str]]:
     return found
 
 
+def _gateway_relay(flags: dict[str, list[str]]) -> tuple[str, int] | None:
+    values = flags.get("--gateway-relay", [])
+    if len(values) > 1:
+        raise ValueError("--gateway-relay given more than once; the program gets one gateway")
+    if "--no-network" in flags and values:
+        raise ValueError("--no-network and --gateway-relay contradict each other; give one")
+    if not values:
+        return None
+    path, _, port = values[0].rpartition(":")
+    if not path or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--gateway-relay wants SOCKET_PATH:PORT with a port in 1..65535, got {values[0]!r}")
+    return path, int(port)
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
         print(USAGE, file=sys.stderr)
@@ -268,6 +288,7 @@ def main(argv: list[str]) -> int:
     try:
         flags = _parse(argv[:split])
         ports = tuple(int(port) for port in flags.get("--connect-port", []))
+        relay = _gateway_relay(flags)
     except ValueError as exc:
         print(f"shared.sandbox: {exc}\n{USAGE}", file=sys.stderr)
         return 2
@@ -278,10 +299,14 @@ def main(argv: list[str]) -> int:
         print("shared.sandbox: --no-network and --connect-port contradict each other; give one", file=sys.stderr)
         return 2
     scope = "--scope" in flags
+    connect_ports = ports if ports or "--no-network" in flags else None
     try:
+        if relay is not None:
+            from shared.netrelay import isolate_network
+
+            isolate_network(*relay)
         restrict_writes([Path(p) for p in flags.get("--write", [])], [Path(p) for p in flags.get("--hide", [])],
-                        scope_signals=scope, scope_abstract_unix=scope,
-                        connect_ports=ports if ports or "--no-network" in flags else None)
+                        scope_signals=scope, scope_abstract_unix=scope, connect_ports=connect_ports)
     except IsolationError as exc:
         print(f"shared.sandbox: refusing to run {command[0]}: {exc}", file=sys.stderr)
         return 126
