@@ -259,7 +259,8 @@ def _route_env(invocation: Invocation, route: ModelRoute, scratch: Path) -> dict
         for folder in xdg.values():
             Path(folder).mkdir(parents=True, exist_ok=True)
         sdk, base = ("@ai-sdk/anthropic", url + "/v1") if route.wire == "anthropic" else ("@ai-sdk/openai-compatible", url)
-        provider: dict[str, object] = {"npm": sdk, "name": "banach gateway", "options": {"baseURL": base, "apiKey": "{env:" + TOKEN_ENV + "}"},
+        options = {"baseURL": base, "apiKey": "{env:" + TOKEN_ENV + "}"}
+        provider: dict[str, object] = {"npm": sdk, "name": "banach gateway", "options": options,
                     "models": {invocation.model: {"name": invocation.model}}}
         config = scratch / "opencode.json"
         config.write_text(json.dumps({"provider": {"banach": provider}, "autoupdate": False, "share": "disabled"}))
@@ -278,7 +279,8 @@ def _route_env(invocation: Invocation, route: ModelRoute, scratch: Path) -> dict
     return {"BANACH_MODEL_URL": url, TOKEN_ENV: token, "BANACH_MODEL_WIRE": route.wire}  # any program
 
 
-def invocation(config: Config, name: str, prompt_file: Path, *, override: str = "", route: ModelRoute | None = None) -> Invocation:
+def invocation(config: Config, name: str, prompt_file: Path, *, override: str = "",
+               route: ModelRoute | None = None) -> Invocation:
     """The argv for one turn. `override` is --agent-command: any program, prompt on stdin. `route` is the gateway,
     for a preset with a provider."""
     if override:

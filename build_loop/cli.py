@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import click
 
 from build_loop.agents import all_state_paths, check_agents
-from build_loop.governor import Governor, Options
-from build_loop.history import unblock_items
 from build_loop.gateway.keys import store_key
 from build_loop.gateway.server import gateway_for
+from build_loop.governor import Governor, Options
+from build_loop.history import unblock_items
 from build_loop.report import iteration_text, latest_iteration, summary, transcript
 from build_loop.run import serve_build
 from canon.store import CanonStore

@@ -45,7 +45,6 @@ from shared.journal import Journal
 from shared.process import Limits, Request, become_subreaper, run
 from shared.workspace import Workspace
 
-
 AGENT_FAILURES_TO_PAUSE = 3
 
 

@@ -284,7 +284,7 @@ class Gateway:
             with contextlib.suppress(ConnectionResetError, aiohttp.ClientConnectionResetError):
                 await reply.write_eof()
             return reply
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             message = f"cannot reach {provider.base_url}: {type(exc).__name__}: {exc}"
             self._record(lease, path, provider.wire, model_call, requested, model, 502, False, None, body, b"",
                          started, None, error=message)
@@ -306,7 +306,8 @@ class Gateway:
             lease.stop("budget", why)
 
     def _record(self, lease: Lease, path: str, wire: str, model_call: bool, requested: str | None, model: str | None,
-                status: int, stream: bool, usage: wires.Usage | None, request_body: bytes, response_body: bytes, started: float, first_byte: float | None, *, resets_at: float | None = None,
+                status: int, stream: bool, usage: wires.Usage | None, request_body: bytes, response_body: bytes,
+                started: float, first_byte: float | None, *, resets_at: float | None = None,
                 error: str = "") -> None:
         usage = usage or wires.Usage()
         price = self.config.prices.get(model or "") if model_call else None

@@ -29,7 +29,8 @@ CALLS: dict[str, tuple[str, str, dict[str, Any]]] = {
                                                 "messages": [{"role": "user", "content": "hello"}]}),
     "openai-chat": ("openai", "/chat/completions", {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}),
     "openai-responses": ("openai", "/responses", {"model": MODEL, "input": "hello"}),
-    "gemini": ("gemini", f"/v1beta/models/{MODEL}:generateContent", {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}),
+    "gemini": ("gemini", f"/v1beta/models/{MODEL}:generateContent",
+               {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}),
 }
 STREAM_PATH = {"gemini": f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse"}
 
@@ -96,7 +97,7 @@ def test_a_streamed_answer_is_passed_on_as_it_arrives(tmp_path: Path) -> None:
                                                                        "content-type": "application/json"})
         response = connection.getresponse()
         started, arrivals = time.monotonic(), []
-        while chunk := response.read1(65536):
+        while response.read1(65536):
             arrivals.append(time.monotonic() - started)
         connection.close()
     assert len(arrivals) >= 4, arrivals
@@ -181,6 +182,7 @@ def test_reset_times_are_read_from_what_each_provider_sends(headers: dict[str, s
 def test_usage_is_split_the_same_way_for_every_wire() -> None:
     chat = json.dumps({"usage": {"prompt_tokens": 100, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 40}}})
     anthropic = (b'data: {"type":"message_start","message":{"usage":{"input_tokens":60,"cache_read_input_tokens":40,'
-                 b'"cache_creation_input_tokens":5,"output_tokens":1}}}\n\ndata: {"type":"message_delta","usage":{"output_tokens":7}}\n\n')
+                 b'"cache_creation_input_tokens":5,"output_tokens":1}}}\n\n'
+                 b'data: {"type":"message_delta","usage":{"output_tokens":7}}\n\n')
     assert wires.usage_of(chat.encode(), "application/json") == wires.Usage(60, 7, 40, 0)
     assert wires.usage_of(anthropic, "text/event-stream") == wires.Usage(60, 7, 40, 5)
