@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from build_loop.agents import all_state_paths, check_agents
-from build_loop.gateway.keys import store_key
-from build_loop.gateway.server import gateway_for
+from build_loop.gateway.keys import drop_key_variables, store_key
+from build_loop.gateway.server import gateway_for, uses_gateway
 from build_loop.governor import Governor, Options
 from build_loop.history import unblock_items
 from build_loop.report import iteration_text, latest_iteration, summary, transcript
@@ -27,6 +27,8 @@ turn_timeout_option = click.option("--turn-timeout", type=float, default=None, m
 
 def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, stopper: Stopper | None = None) -> Governor:
     ws = Workspace.open(workspace)
+    if not agent_command and uses_gateway(ws):
+        drop_key_variables(ws)  # starts build-loop again without the key variables (returns when there are none)
     agent_state = () if agent_command else all_state_paths(ws.config)
     gateway = None if agent_command else gateway_for(ws)  # reads the provider keys and binds before build restricts itself
     click.echo(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"), err=True)

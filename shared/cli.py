@@ -154,7 +154,7 @@ def up(workspace: Path) -> None:
     from shared import supervisor
 
     ws = Workspace.open(workspace)
-    for program in supervisor.up(ws):
+    for program in supervisor.up(ws, echo=lambda line: click.echo(line, err=True)):
         click.echo(f"{program.role:6} {program.state.lower():8} pid {program.pid}")
     click.echo(f"supervisorctl -c {ws.relative(ws.supervisor_conf)} status   # as with any supervisord")
 

@@ -19,12 +19,14 @@ import sys
 import tempfile
 import time
 import xmlrpc.client
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from shared.atomic import write_text
 from shared.errors import SupervisorError
+from shared.provider_keys import keep_keys_out_of_environment
 from shared.workspace import LOOP_ROLES, Workspace
 
 EXECUTABLES = {"spec": "spec_loop", "plan": "plan_loop", "build": "build_loop"}
@@ -125,7 +127,8 @@ def states(ws: Workspace) -> list[ProgramState]:
     return [ProgramState(i["name"], i["statename"], i["pid"] or None, i["description"]) for i in infos]
 
 
-def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0) -> list[ProgramState]:
+def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0,
+       echo: Callable[[str], None] | None = None) -> list[ProgramState]:
     if running(ws):
         return states(ws)
     if users is None and ws.config.isolation.backend == "users":
@@ -138,8 +141,14 @@ def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0
     conf = render_config(ws, users=users)
     stale = ws.supervisor_dir / "supervisor.sock"
     stale.unlink(missing_ok=True)
+    # a provider key in this environment would sit in supervisord's and every loop's /proc/PID/environ, which an agent
+    # of the same user can read: it goes to its key file instead
+    env, moved = keep_keys_out_of_environment(ws)
+    for what in moved:
+        if echo is not None:
+            echo(f"banach up: stored the provider key {what}; supervisord and the loops start without the variable")
     result = subprocess.run([sys.executable, "-c", "from supervisor.supervisord import main; main()", "-c", str(conf)],
-                            capture_output=True, text=True, cwd=ws.supervisor_dir, timeout=60)
+                            capture_output=True, text=True, cwd=ws.supervisor_dir, timeout=60, env=env)
     if result.returncode != 0:
         raise SupervisorError(f"supervisord did not start (exit {result.returncode}):\n{result.stdout}{result.stderr}"
                               f"\nSee {ws.relative(ws.supervisor_dir / 'supervisord.log')}")

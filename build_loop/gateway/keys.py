@@ -1,46 +1,72 @@
 """Provider keys: read by build-loop only, never handed to an agent.
 
 A key lives in state/keys/providers/NAME (mode 0600; the keys folder is hidden from every sandboxed child), written
-by `build-loop key set NAME`, or in the variable named by gateway.providers.NAME.key_env, which build-loop reads
-once and then removes from its own environment so that no child (agent, sensor, fix command) inherits it."""
+by `build-loop key set NAME`, or in the variable named by gateway.providers.NAME.key_env. A variable is not enough
+to hide: any process of the same user can read another's starting environment in /proc/PID/environ (Landlock's
+ptrace rule guards /proc/PID/mem, not environ). So build-loop, finding such a variable, starts itself again without
+it (`drop_key_variables`), handing the keys to its new self through a pipe it reads at once."""
 from __future__ import annotations
 
+import json
 import os
-from pathlib import Path
+import sys
 
-from shared.atomic import write_text
 from shared.config import ProviderConfig
 from shared.errors import ConfigError
+from shared.provider_keys import key_file, store_key
 from shared.workspace import Workspace
 
-
-def key_file(ws: Workspace, provider: str) -> Path:
-    return ws.keys_dir / "providers" / provider
+__all__ = ["KEYS_FD", "drop_key_variables", "key_file", "key_variables", "load_keys", "store_key"]
 
 
-def store_key(ws: Workspace, provider: str, key: str) -> Path:
-    if provider not in ws.config.gateway.providers:
-        known = ", ".join(sorted(ws.config.gateway.providers)) or "none"
-        raise ConfigError(f"no [gateway.providers.{provider}] in {ws.config_file} (defined: {known}); add it first")
-    key = key.strip()
-    if not key or any(ch.isspace() for ch in key):
-        raise ConfigError("the key is empty or holds whitespace: paste the key alone, on one line")
-    path = key_file(ws, provider)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_text(path, key + "\n")  # mkstemp makes it 0600
-    return path
+KEYS_FD = "BANACH_GATEWAY_KEYS_FD"
+
+
+def key_variables(ws: Workspace) -> list[str]:
+    """The configured key variables present in this process's environment."""
+    return sorted({p.key_env for p in ws.config.gateway.providers.values() if p.key_env and p.key_env in os.environ})
+
+
+def drop_key_variables(ws: Workspace) -> None:
+    """When a provider key is in this process's environment, exec this same command again without it; the keys go
+    to the new process through an inherited pipe, which it reads and closes before any agent runs. Returns only when
+    there is nothing to drop."""
+    names = key_variables(ws)
+    if not names:
+        return
+    reader, writer = os.pipe()
+    os.write(writer, json.dumps({name: os.environ[name] for name in names}).encode())  # far below a pipe's 64 KiB
+    os.close(writer)
+    os.set_inheritable(reader, True)
+    env = {key: value for key, value in os.environ.items() if key not in names}
+    env[KEYS_FD] = str(reader)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, sys.orig_argv, env)
+
+
+def _handed_over() -> dict[str, str]:
+    """The keys a previous exec of this process handed over (drop_key_variables), read once."""
+    fd = os.environ.pop(KEYS_FD, None)
+    if fd is None:
+        return {}
+    chunks = []
+    with os.fdopen(int(fd), "rb") as pipe:
+        while chunk := pipe.read():
+            chunks.append(chunk)
+    return dict(json.loads(b"".join(chunks) or b"{}"))
 
 
 def load_keys(ws: Workspace) -> dict[str, str]:
-    """Every provider's key, from its file or its variable (which is then removed from this process's environment).
-    A provider with auth "none" needs none; any other without a key is an error that says where to put it."""
-    keys: dict[str, str] = {}
-    for name, provider in ws.config.gateway.providers.items():
-        keys[name] = _key(ws, name, provider)
-    return keys
+    """Every provider's key, from its variable (handed over, or still in the environment, which it then leaves) or its
+    file. A provider with auth "none" needs none; any other without a key is an error that says where to put it."""
+    handed = _handed_over()
+    return {name: _key(ws, name, provider, handed) for name, provider in ws.config.gateway.providers.items()}
 
 
-def _key(ws: Workspace, name: str, provider: ProviderConfig) -> str:
+def _key(ws: Workspace, name: str, provider: ProviderConfig, handed: dict[str, str]) -> str:
+    if provider.key_env and provider.key_env in handed:
+        return handed[provider.key_env].strip()
     if provider.key_env and provider.key_env in os.environ:
         return os.environ.pop(provider.key_env).strip()
     path = key_file(ws, name)

@@ -97,3 +97,20 @@ def test_a_429_ends_the_turn_at_once_with_the_providers_reset(measured_landlock:
     resets_at = turn.record["resets_at"]
     assert resets_at is not None and turn.started + 19 <= resets_at <= turn.started + turn.seconds + 21
     assert_no_survivors(cli_folder(executable))
+
+
+@pytest.mark.parametrize("cli", [CLIS[0], CLIS[1], CLIS[4]], ids=["claude", "codex", "opencode"])
+def test_under_gateway_only_network_the_cli_still_works(measured_landlock: Workspace, cli: Routed) -> None:
+    """network = "gateway-only": the CLI's turn runs in a network namespace whose one way out is the gateway (no
+    update check, telemetry or model catalogue can go anywhere), and it still completes its turn."""
+    ws = measured_landlock
+    executable = pinned(cli.name)
+    with ModelServer(Script.of(Write({ITEM_FILE: reference("right")}), root=str(ws.code), api_key=CANARY)) as server:
+        configure(ws, cli, executable, server)
+        text = ws.config_file.read_text()
+        only = '[gateway]\nnetwork = "gateway-only"\n\n[gateway.providers.scripted]'
+        ws.config_file.write_text(text.replace("[gateway.providers.scripted]", only))
+        turn = governed_turn(ws, {"SCRIPTED_KEY": CANARY}, turn_timeout=150)
+    assert turn.decision == "keep", (turn.record, turn.stdout[-2000:], turn.stderr[-2000:])
+    assert model_calls(ws, turn.record["n"])
+    assert_no_survivors(cli_folder(executable))

@@ -147,3 +147,24 @@ def test_a_sandboxed_agent_can_neither_read_the_credentials_nor_stop_plan(runnin
     assert f"READ {supervisor.credentials_path(ws)}" in control.stdout
     assert control.stdout.splitlines()[-1].endswith("200 OK"), control.stdout
     assert wait_until(lambda: "plan" not in pids(ws), [ws.supervisor_dir], 30)
+
+
+def test_banach_up_keeps_a_provider_key_out_of_every_environment(tmp_path: Path) -> None:
+    """A key exported for `banach up` would sit in supervisord's and every loop's /proc/PID/environ, which an agent of
+    the same user can read (Landlock guards /proc/PID/mem, not environ): up stores it in its key file instead."""
+    canary = "sk-CANARY-supervised-0451"
+    extra = ('\n[gateway.providers.p]\nwire = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nkey_env = "BANACH_TEST_KEY"\n')
+    ws = Workspace.open(example(tmp_path, backend="landlock", extra=extra).root)
+    result = cli("banach", "up", "--workspace", str(ws.root), env={"BANACH_TEST_KEY": canary})
+    try:
+        assert result.returncode == 0, result.stderr
+        assert "stored the provider key $BANACH_TEST_KEY" in result.stderr
+        supervisord = int((ws.supervisor_dir / "supervisord.pid").read_text())
+        running = [supervisord, *(pid for pid in pids(ws).values() if pid)]
+        assert len(running) == 4
+        for pid in running:
+            assert canary.encode() not in Path(f"/proc/{pid}/environ").read_bytes(), pid
+        assert (ws.keys_dir / "providers" / "p").read_text().strip() == canary
+        assert (ws.keys_dir / "providers" / "p").stat().st_mode & 0o777 == 0o600
+    finally:
+        supervisor.down(ws)
