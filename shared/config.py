@@ -250,7 +250,7 @@ def _describe(error: ValidationError, path: Path) -> str:
         hint = ""
         if problem["type"] == "extra_forbidden" and problem["loc"]:
             hint = _did_you_mean(problem["loc"])
-        lines.append(f"  {key}: {problem['msg']}{hint}")
+        lines.append(f"  {key}: {problem['msg'].removeprefix('Value error, ')}{hint}")
     lines.append("Fix these keys (see README, 'Configuration') and run the command again.")
     return "\n".join(lines)
 

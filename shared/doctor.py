@@ -72,6 +72,7 @@ def examine(ws: Workspace | None) -> list[Finding]:
         findings.append(Finding(os.geteuid() == 0, "users backend: 'banach up' must run as root",
                                 "" if os.geteuid() == 0 else "run 'sudo banach up'"))
     findings += _agent_findings(ws)
+    findings += _gateway_findings(ws)
     for store, path in (("canon", ws.canon / ".git"), ("code", ws.code_git)):
         findings.append(Finding(path.exists(), f"{store}: " + ("a git repository" if path.exists() else "not a git repository"),
                                 "" if path.exists() else "create the workspace with 'banach init'"))
@@ -129,6 +130,30 @@ def gateway_only_network(*, configured: bool) -> Finding:
     return Finding(False, f"gateway-only network: cannot work here: {why}",
                    "the reason says what this machine lacks; until it has it, network = 'gateway-only' is refused "
                    "(the agent is never run with an open network instead)")
+
+
+def _gateway_findings(ws: Workspace) -> list[Finding]:
+    """Each gateway provider has a key where only build reads it, and none sits in this shell's environment, where an
+    agent of the same user could read it in /proc/PID/environ."""
+    from shared.provider_keys import key_file
+
+    findings = []
+    for name, provider in sorted(ws.config.gateway.providers.items()):
+        stored = key_file(ws, name).exists()
+        exported = bool(provider.key_env and os.environ.get(provider.key_env))
+        if exported:
+            findings.append(Finding(False, f"gateway provider {name}: ${provider.key_env} is set in this shell; an agent "
+                                    "running as this user can read it in this shell's /proc/PID/environ",
+                                    f"store it with 'build-loop key set {name} -w {ws.root}' and unset it (banach up "
+                                    "and build-loop keep it out of their own environments, not out of yours)"))
+        elif stored or provider.auth == "none":
+            findings.append(Finding(True, f"gateway provider {name}: " + (
+                f"key in {ws.relative(key_file(ws, name))}" if stored else "no key needed (auth none)")))
+        else:
+            findings.append(Finding(False, f"gateway provider {name}: no key", f"run 'build-loop key set {name} -w "
+                                    f"{ws.root}' (reads it from stdin)" + (f", or export ${provider.key_env} for a "
+                                    "single build-loop run" if provider.key_env else "")))
+    return findings
 
 
 def _agent_findings(ws: Workspace) -> list[Finding]:
