@@ -1,9 +1,8 @@
-"""The three governed-turn cases for the CLIs whose presets take a base_url (claude, codex, gemini) and for qwen-code
-through the `command` preset: a right edit kept, a wrong one rolled back, a 429 ended as rate_limited. The CLI is
-the real program (tests/realcli/pins.toml); the model is the SCRIPTED MODEL SERVER, a labelled stand-in."""
+"""The three governed-turn cases for the CLIs whose presets take a base_url (claude, codex, gemini, qwen): a right
+edit kept, a wrong one rolled back, a 429 ended as rate_limited. The CLI is the real program (tests/realcli/pins.toml);
+the model is the SCRIPTED MODEL SERVER, a labelled stand-in."""
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,18 +35,14 @@ class Cli:
     key_env: str  # the variable build-loop holds it in (agents.NAME.api_key_env)
     base_path: str = ""  # appended to the server's URL: "/v1" for OpenAI's wire formats
     state: tuple[str, ...] = ()  # HOME-relative folders the CLI may write (with a base_url: none)
-    command: str = ""  # for preset "command": the line, with {exe} and {url}
     extra: str = ""  # more lines for [agents.real]
 
 
 def configure(ws: Workspace, cli: Cli, executable: Path, url: str) -> None:
     """banach.toml as a person writes it: the preset, its endpoint and the name of the key's variable."""
     text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
-    lines = [f'preset = "{cli.preset}"', f'api_key_env = "{cli.key_env}"']
-    if cli.command:
-        lines.append(f"command = {json.dumps(cli.command.format(exe=executable, url=url))}")
-    else:
-        lines += [f'command = "{executable}"', f'model = "{MODEL}"', f'base_url = "{url}"']
+    lines = [f'preset = "{cli.preset}"', f'api_key_env = "{cli.key_env}"', f'command = "{executable}"',
+             f'model = "{MODEL}"', f'base_url = "{url}"']
     ws.config_file.write_text(text + "\n[agents.real]\n" + "\n".join(lines) + "\n" + cli.extra)
 
 
