@@ -86,8 +86,6 @@ _PRESETS: dict[str, tuple[str, tuple[str, ...], str, str]] = {
     # without end and says nothing; --print-logs at ERROR puts each "Rate limit exceeded" on stderr, so a turn
     # that ends on the budget with those lines reads as rate limited.
     "opencode": ("opencode", ("run", "--title", "banach", "--print-logs", "--log-level", "ERROR"), "stdin", "--model"),
-    # goose: `goose run -i FILE` reads instructions from a file; --no-session keeps no state.
-    "goose": ("goose", ("run", "--no-session"), "file-flag:-i", ""),
     # Qwen Code: a piped stdin is the prompt (a positional prompt as well would be appended: twice); --yolo approves
     # tool calls; the OpenAI-compatible auth takes its endpoint from --openai-base-url and its key from OPENAI_API_KEY.
     "qwen": ("qwen", ("--yolo", "--auth-type", "openai", "--output-format", "json"), "stdin", "--model"),
@@ -102,7 +100,6 @@ _LIMIT_PATTERNS = {
     "aider": re.compile(r"RateLimitError|rate limit|quota", re.IGNORECASE),
     "gemini": re.compile(r"quota exceeded|RESOURCE_EXHAUSTED|rate limit|\b429\b", re.IGNORECASE),
     "opencode": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
-    "goose": re.compile(r"rate limit|too many requests|\b429\b", re.IGNORECASE),
     "pi": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
     "qwen": re.compile(r"rate limit|too many requests|\b429\b", re.IGNORECASE),
     # any program: the phrasings the CLIs above use, and only together with a non-zero exit
@@ -119,7 +116,6 @@ STATE_PATHS: dict[str, tuple[str, ...]] = {
     "aider": ("~/.aider",),
     "gemini": ("~/.gemini",),
     "opencode": ("~/.local/share/opencode", "~/.local/state/opencode", "~/.config/opencode", "~/.cache/opencode"),
-    "goose": ("~/.config/goose", "~/.local/share/goose", "~/.local/state/goose"),
     "pi": ("~/.pi",),
     "qwen": ("~/.qwen",),
 }

@@ -99,7 +99,7 @@ class BuildConfig(Model):
 
 
 class AgentPreset(Model):
-    preset: Literal["sim", "command", "claude", "codex", "aider", "gemini", "opencode", "goose", "pi", "qwen"] = Field(
+    preset: Literal["sim", "command", "claude", "codex", "aider", "gemini", "opencode", "pi", "qwen"] = Field(
         description="which CLI this is; decides argv, prompt passing and output parsing"
     )
     command: str = Field("", description="for preset 'command': the program line; others: override the executable")
@@ -127,6 +127,15 @@ class AgentPreset(Model):
     upstream_model: str = Field(
         "", description="with provider: the model the gateway requests upstream, whatever the CLI asks for (a ladder "
         "rung can climb to a stronger model this way with any CLI); empty: the CLI's own choice")
+
+    @field_validator("preset", mode="before")
+    @classmethod
+    def _no_goose(cls, preset: object) -> object:
+        if preset == "goose":
+            raise ValueError("there is no goose preset: goose is not on the npm or PyPI registries, so its preset could "
+                             "not be run against the real program and was removed. Run it as preset = \"command\", "
+                             "command = \"sh -c 'goose run --no-session -i \\\"$BANACH_PROMPT_FILE\\\"'\"")
+        return preset
 
     @model_validator(mode="after")
     def _direct_or_gateway(self) -> AgentPreset:

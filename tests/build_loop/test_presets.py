@@ -38,7 +38,7 @@ CONTRACTS = {
                "--no-detect-urls", "--model", "M", "--message-file"], "file"),
     "gemini": (["--yolo", "--output-format", "json", "--model", "M"], "stdin"),
     "opencode": (["run", "--title", "banach", "--print-logs", "--log-level", "ERROR", "--model", "M"], "stdin"),
-    "goose": (["run", "--no-session", "-i"], "file"),
+    "qwen": (["--yolo", "--auth-type", "openai", "--output-format", "json", "--model", "M"], "stdin"),
     "pi": (["-p", "--no-session", "--offline", "--model", "M"], "stdin"),
 }
 
@@ -54,7 +54,7 @@ def install_fake(bin_dir: Path, name: str, record: Path) -> None:
 def test_preset_contract(measured: Workspace, tmp_path: Path, preset: str) -> None:
     record = tmp_path / "record.json"
     install_fake(tmp_path / "bin", preset, record)
-    model = "" if preset == "goose" else 'model = "M"\n'
+    model = 'model = "M"\n'
     text = measured.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
     measured.config_file.write_text(text + f'\n[agents.real]\npreset = "{preset}"\n{model}')
     env = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "OPERATOR_SECRET": "s3cret"}
