@@ -17,7 +17,8 @@ from shared.workspace import LOOP_ROLES, ROLES, Workspace
 
 def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0, "ladder_climbs": 0,
-              "blocked": 0, "scope_fighting": 0, "last_agent": "", "agent_failed": 0, "last_failure": None}
+              "blocked": 0, "scope_fighting": 0, "last_agent": "", "agent_failed": 0, "last_failure": None,
+              "rate_limited": 0, "model": {"calls": 0, "tokens": 0, "cost_usd": 0.0, "priced": True}}
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
         return counts
@@ -28,7 +29,7 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
                 if decision != "already_green":
                     counts["iterations"] += 1
                 key = {"keep": "keeps", "rollback": "rollbacks", "stall": "stalls", "interrupted": "interrupted",
-                       "agent_failed": "agent_failed"}.get(decision or "")
+                       "agent_failed": "agent_failed", "rate_limited": "rate_limited"}.get(decision or "")
                 # the agent failing to run is news until a turn runs it again
                 counts["last_failure"] = ({"n": row.data.get("n"), "exit_code": row.data.get("exit_code"),
                                            "agent": row.data.get("agent"), "stderr_tail": row.data.get("stderr_tail", "")}
@@ -38,6 +39,14 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
                     counts[key] += 1
             elif row.kind == "iteration.started":
                 counts["last_agent"] = row.data.get("agent") or ""
+            elif row.kind == "model.call":  # through the gateway: what the model was asked for, and what it cost
+                model = counts["model"]
+                model["calls"] += 1 if row.data.get("model_call") else 0
+                model["tokens"] += sum(int(row.data.get(key) or 0) for key in (
+                    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
+                if row.data.get("model_call") and row.data.get("cost_usd") is None:
+                    model["priced"] = False
+                model["cost_usd"] = round(model["cost_usd"] + float(row.data.get("cost_usd") or 0.0), 6)
             elif row.kind == "ladder.climb":
                 counts["ladder_climbs"] += 1
             elif row.kind == "scope.fighting":
@@ -143,6 +152,11 @@ def render(info: dict[str, Any]) -> str:
     lines.append(f"build       {b['iterations']} iterations: {b['keeps']} kept, {b['rollbacks']} rolled back, "
                  f"{b['stalls']} stalled, {b['agent_failed']} agent failures, {b['ladder_climbs']} ladder climbs, "
                  f"{b['blocked']} blocked")
+    if b["model"]["calls"]:
+        m = b["model"]
+        cost = f"${m['cost_usd']:.4f}" + ("" if m["priced"] else " (some models have no price in [gateway.prices])")
+        lines.append(f"gateway     {m['calls']} model calls, {m['tokens']} tokens, {cost}, "
+                     f"{b['rate_limited']} turns ended by a rate limit (build-loop report N --transcript)")
     failure = b.get("last_failure")
     if failure:
         tail = (failure["stderr_tail"] or "").strip().splitlines()

@@ -14,6 +14,7 @@ import pytest
 from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.helpers.model_server import ModelServer, RateLimit, Script, Write
+from tests.helpers.workspaces import cli as cli_run
 from tests.realcli._governed import (
     ITEM_FILE,
     assert_no_survivors,
@@ -79,6 +80,9 @@ def test_a_turn_through_the_gateway_is_kept_and_every_call_is_on_the_record(meas
     assert turn.record["cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in calls))
     assert outside_writes(ws, Path.home(), before_ws, before_home, cli.state) == set()
     assert_no_survivors(cli_folder(executable))
+    replay = cli_run("build-loop", "report", str(turn.record["n"]), "--transcript", "--workspace", str(ws.root))
+    marker = next(line for line in turn.prompt.splitlines() if line.startswith("Requirements:"))
+    assert marker in replay.stdout and "SCRIPTED MODEL SERVER" in replay.stdout  # asked, and answered
     print(f"{cli.name} through the gateway: {len(calls)} calls, {turn.record['tokens']} tokens, "
           f"${turn.record['cost_usd']:.4f}, turn {turn.record['duration']} s")
 

@@ -92,6 +92,8 @@ def test_the_agent_finds_no_provider_key_and_its_turn_is_on_the_record(measured_
     assert prompt.splitlines()[0] in replay.stdout  # what the model was asked ...
     assert '"name": "write_file"' in replay.stdout and "SCRIPTED MODEL SERVER" in replay.stdout  # ... and answered
     assert CANARY not in replay.stdout
+    status = cli("banach", "status", "--workspace", str(ws.root)).stdout
+    assert re.search(r"^gateway\s+2 model calls, \d+ tokens, \$0\.\d{4}, 0 turns ended by a rate limit", status, re.M), status
 
 
 def test_a_429_ends_the_turn_with_the_reset_even_when_the_agent_would_retry_for_ever(measured_landlock: Workspace) -> None:
