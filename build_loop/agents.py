@@ -284,9 +284,9 @@ def invocation(config: Config, name: str, prompt_file: Path, *, override: str = 
     preset = preset_for(config, name)
     if preset.preset == "sim":
         sim = config.sim
-        sim_argv = (sys.executable, "-I", "-m", "build_loop.sim_agent", "--seed", str(sim.seed), "--wrong-edit", str(sim.wrong_edit),
-                "--no-edit", str(sim.no_edit), "--out-of-scope", str(sim.out_of_scope), "--tamper", str(sim.tamper),
-                *preset.extra_args)
+        sim_argv = (sys.executable, "-I", "-m", "build_loop.sim_agent", "--seed", str(sim.seed),
+                    "--wrong-edit", str(sim.wrong_edit), "--no-edit", str(sim.no_edit),
+                    "--out-of-scope", str(sim.out_of_scope), "--tamper", str(sim.tamper), *preset.extra_args)
         return Invocation(sim_argv, SIMULATED_LABEL)
     route = _check_route(name, preset, route)
     if preset.preset == "command":

@@ -20,7 +20,8 @@ from shared.isolation import restrict_self
 from shared.workspace import Workspace
 
 agent_command_option = click.option("--agent-command", default="", metavar="CMD",
-                                    help="run this program as the agent for this run (prompt on stdin), instead of the configured preset")
+                                    help="run this program as the agent for this run (prompt on stdin), instead of the "
+                                         "configured preset; it gets no gateway")
 turn_timeout_option = click.option("--turn-timeout", type=float, default=None, metavar="S",
                                    help="wall-clock seconds for one agent turn (default: build.turn_timeout)")
 
@@ -35,7 +36,8 @@ def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, s
     if gateway is not None:
         click.echo(f"build-loop: model gateway on {gateway.url} (providers: {', '.join(sorted(ws.config.gateway.providers))}; "
                    f"network: {ws.config.gateway.network})", err=True)
-    if not agent_command and ws.config.agents.get(ws.config.build.agent) and ws.config.agents[ws.config.build.agent].preset == "sim":
+    first = ws.config.agents.get(ws.config.build.agent)
+    if not agent_command and first is not None and first.preset == "sim":
         click.echo("build-loop: the agent is SIMULATED (a scripted stand-in for an LLM)", err=True)
     return Governor(ws, Options(agent_command, turn_timeout), cancel=stopper.event if stopper else None, gateway=gateway)
 

@@ -1,13 +1,16 @@
 """The governor: one iteration of build, outside the agent, deciding keep or roll back from sensors.
 
-    pick -> checkpoint -> prompt -> agent turn (fresh process, own session, budget, sandbox)
-         -> ref guards -> fence -> zero change = stall -> fix commands -> fence -> sensors
-         -> ratchet -> keep (commit with trailers) or roll back (negative knowledge)
-         -> ladder / blocked
+One Turn value (build_loop/turn.py) passes through the stages, each a method below:
 
-Crash safety: 'iteration.started' is journaled before the agent runs and 'iteration.ended' after the
-decision. If build dies in between, the next start finds the open iteration, and either records the
-keep (when its commit landed: a commit is atomic) or rolls the work tree back to the checkpoint.
+    next item (picker) -> _checkpoint (refs, the sensors' reading) -> _prompt -> _open_route (the gateway's lease,
+    within budgets) -> _start (journal iteration.started) -> _run_agent (fresh process, own session and cgroup,
+    sandbox, timeout, halted by the gateway) -> _rate_limited -> _guard_refs -> _fence_and_fix -> _no_change
+    (agent_failed or stall) -> _judge (sensors, ratchet) -> _keep (commit with trailers) or _roll_back
+    -> _end (journal iteration.ended) -> escalate (ladder, blocked)
+
+Crash safety: 'iteration.started' is journaled before the agent runs and 'iteration.ended' after the decision; a
+keep journals its commit before publishing it. If build dies in between, the next start finds the open iteration
+(build_loop/recovery.py) and records the keep or rolls the work tree back to the checkpoint.
 """
 from __future__ import annotations
 
@@ -16,54 +19,33 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from build_loop import agents
+from build_loop import agents, budgets, guards
+from build_loop.escalation import agent_broken, escalate
 from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns, snapshot
-from build_loop.gateway.server import Allowance, Gateway, Lease, gateway_for
-from build_loop.history import ItemHistory, item_history, next_iteration, skipped_green
-from build_loop.picker import pick
-from build_loop.prompt import render
+from build_loop.gateway.server import Gateway, Lease, gateway_for
+from build_loop.history import ItemHistory, item_history, next_iteration
+from build_loop.measure import Measurer
+from build_loop.picker import current_plan, next_item
+from build_loop.prompt import context_outputs, render
 from build_loop.reactions import Reaction, react
-from build_loop.sensors import Reading, Sensor, read_sensors, regressions
+from build_loop.recovery import recover
+from build_loop.sensors import Reading, regressions
+from build_loop.turn import Options, Outcome, Turn
 from canon.model import Canon
 from canon.store import CanonStore
 from shared.atomic import file_lock, write_json, write_text
-from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
-from shared.contracts.blocks import BLOCKED, UNBLOCK_HINT, current_blocks, explain
+from shared.contracts.blocks import BLOCKED
 from shared.contracts.fix_plan import FixPlan, Item
-from shared.export import remove_tree
-from shared.git import Entry, GitRepo, RefState
+from shared.git import Entry, GitRepo
 from shared.isolation import sandbox_argv
 from shared.journal import Journal
 from shared.process import Limits, Request, become_subreaper, run
 from shared.workspace import Workspace
-
-AGENT_FAILURES_TO_PAUSE = 3
-
-
-@dataclass(frozen=True)
-class Options:
-    agent_command: str = ""
-    turn_timeout: float | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    decision: str  # keep, rollback, stall, agent_failed, already_green, rate_limited, abandoned, idle, interrupted, paused
-    message: str
-    n: int | None = None
-    item: str | None = None
-    commit: str | None = None
-    cost_usd: float | None = None
-    resets_at: float | None = None
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 class Governor:
@@ -85,6 +67,7 @@ class Governor:
         # restricts itself); what this run has spent through it
         self.gateway = gateway if gateway is not None or self.options.agent_command else gateway_for(ws)
         self.run_tokens, self.run_cost = 0, 0.0
+        self.measure = Measurer(ws, self.canon_store, self.dir, self._limits())
 
     def close(self) -> None:
         if self.gateway is not None:
@@ -93,46 +76,11 @@ class Governor:
 
     def run_budget_spent(self) -> str:
         """Why this run may not start another turn through the gateway, or ""."""
-        gateway = self.ws.config.gateway
-        if gateway.max_run_tokens and self.run_tokens >= gateway.max_run_tokens:
-            return f"gateway token budget: {self.run_tokens} of {gateway.max_run_tokens} tokens used by this run"
-        if gateway.max_run_cost_usd and self.run_cost >= gateway.max_run_cost_usd:
-            return f"gateway cost budget: ${self.run_cost:.4f} of ${gateway.max_run_cost_usd:.4f} used by this run"
-        return ""
+        return budgets.run_spent(self.ws.config.gateway, self.run_tokens, self.run_cost)
 
     # recovery -----------------------------------------------------------------------------------
     def recover(self) -> Outcome | None:
-        """Close an iteration a crash left open. Only the governor's own record counts: the keep is recorded
-        when HEAD is exactly the commit journaled as intended (its tree and parent) before it was published;
-        anything else (a trailer, a ref, a lock file the agent could have made) is rolled back to the checkpoint."""
-        started = self.journal.last("iteration.started")
-        if started is None:
-            return None
-        ended = self.journal.last("iteration.ended")
-        if ended is not None and ended.seq > started.seq:
-            return None
-        data = started.data
-        n, checkpoint = data["n"], data["checkpoint"]
-        intent = self.journal.last("iteration.committing")
-        head = self.code.head()
-        if head is not None and intent is not None and intent.seq > started.seq and head == intent.data["commit"]:
-            tree, parents = self.code.commit_parts(head)
-            if tree == intent.data["tree"] and parents == (intent.data["parent"],):
-                self.code.rollback(head)  # the work tree may hold what a sensor wrote before the crash
-                self.journal.append("iteration.ended", {"n": n, "item": data["item"], "decision": "keep", "commit": head,
-                                                        "reason": "recovered: the journaled commit landed before the crash",
-                                                        "plan_pass": data.get("plan_pass")})
-                return Outcome("keep", f"iteration {n} had committed before it was interrupted; recorded the keep", n,
-                               data["item"], head)
-        state = RefState(data["refs"]["head_symbolic"], checkpoint, tuple(tuple(r) for r in data["refs"]["refs"]), ())  # type: ignore[misc]
-        self.code.restore_refs(state)
-        self.code.rollback(checkpoint)
-        self.journal.append("iteration.ended", {"n": n, "item": data["item"], "decision": "interrupted",
-                                                "reason": "build-loop stopped mid-iteration; work tree rolled back to "
-                                                          "the checkpoint",
-                                                "plan_pass": data.get("plan_pass")})
-        return Outcome("interrupted", f"iteration {n} was interrupted; rolled back to checkpoint {checkpoint[:12]}", n,
-                       data["item"])
+        return recover(self.journal, self.code)
 
     # one iteration ------------------------------------------------------------------------------
     def iterate(self) -> Outcome:
@@ -142,37 +90,11 @@ class Governor:
                 return recovered
             return self._iterate()
 
-    def _plan(self) -> tuple[FixPlan | None, str]:
-        plan = fix_plan_file.read(self.ws.fix_plan_json)
-        if plan is None:
-            return None, "no fix_plan yet: waiting for plan-loop to measure"
-        version = self.canon_store.version()
-        if plan.canon_version != version:
-            return None, f"fix_plan measures canon v{plan.canon_version}, canon is v{version}: waiting for plan-loop"
-        head = self.code.head()
-        if head is None or not self.code.is_ancestor(plan.code_commit, head):
-            return None, "fix_plan measures a commit that is not in the code's history: waiting for plan-loop"
-        return plan, ""
-
-    def _done(self, plan: FixPlan) -> set[str]:
-        claimed = {value for _, value in self.code.commits_with_trailer(plan.code_commit, "HEAD", trailers.ITEM)}
-        return claimed | skipped_green(self.journal, plan.pass_seq)
-
-    def _first_seen(self) -> dict[str, int]:
-        plan_journal = Journal.reader(self.ws.journal_path("plan"))
-        seen: dict[str, int] = {}
-        if plan_journal is not None:
-            with plan_journal:
-                for row in plan_journal.rows("pass"):
-                    for item_id in row.data.get("items", []):
-                        seen.setdefault(item_id, row.seq)
-        return seen
-
     def _iterate(self) -> Outcome:
-        plan, why = self._plan()
+        plan, why = current_plan(self.ws, self.canon_store, self.code)
         if plan is None:
             return Outcome("idle", why)
-        broken = self._agent_broken()
+        broken = agent_broken(self.journal, self.agent_setup)
         if broken:
             return Outcome("paused", broken)
         reaction = self._react(plan)
@@ -183,326 +105,251 @@ class Governor:
             return dataclasses.replace(outcome, message=f"{reaction.message}\n{outcome.message}")
         return outcome
 
-    def _agent_broken(self) -> str:
-        """When the agent failed to run on the last AGENT_FAILURES_TO_PAUSE turns with this same set-up, trying
-        again burns nothing but time: say what to fix instead."""
-        recent = [row.data for row in self.journal.rows("iteration.ended")[-AGENT_FAILURES_TO_PAUSE:]]
-        if len(recent) < AGENT_FAILURES_TO_PAUSE or any(
-                r.get("decision") != "agent_failed" or r.get("agent_setup") != self.agent_setup for r in recent):
-            return ""
-        last = recent[-1]
-        tail = "\n    ".join(str(last.get("stderr_tail", "")).splitlines()[-8:]) or "(it printed nothing on stderr)"
-        return (f"PAUSED: the agent failed to run on the last {len(recent)} turns ({last.get('agent')}: exit code "
-                f"{last.get('exit_code')}); its stderr ended with:\n    {tail}\n"
-                "Fix the agent's command, installation, key or settings in banach.toml (banach doctor runs it), then "
-                "restart build-loop (banach down && banach up, or supervisorctl restart build).")
-
     def _next(self, plan: FixPlan) -> Outcome:
-        blocks = current_blocks(self.journal, plan.canon_version)
-        blocked = set(blocks)
-        done = self._done(plan)
-        item = pick(plan, done=done, blocked=blocked, first_seen=self._first_seen())
+        item, why = next_item(self.ws, self.journal, self.code, plan)
         if item is None:
-            open_left = len(plan.items) - len(done)
-            if blocked and open_left > 0:
-                lines = [explain(item_id, block) for item_id, block in sorted(blocks.items())]
-                return Outcome("idle", f"nothing to do: {len(blocked)} item(s) blocked, the rest done or waiting on them:\n  "
-                               + "\n  ".join(lines) + f"\n{UNBLOCK_HINT}")
-            return Outcome("idle", "nothing open that build has not already done: waiting for plan-loop to re-measure")
+            return Outcome("idle", why)
         canon = self.canon_store.load()
-        history = item_history(self.journal, item.id, canon.version)
-        return self._turn(plan, item, canon, history)
+        return self._turn(plan, item, canon, item_history(self.journal, item.id, canon.version))
 
     def _react(self, plan: FixPlan) -> Reaction | None:
         return react(self.ws, self.journal, plan, self.ws.config.build.rungs,
                      lambda item_id: item_history(self.journal, item_id, plan.canon_version).rung)
 
-    def _canon_snapshot(self, canon: Canon) -> Path:
-        target = self.dir / "canon" / canon.commit[:12]
-        done = target.with_name(target.name + ".done")
-        if not done.exists():
-            remove_tree(target)
-            self.canon_store.git.export(canon.commit, target)
-            done.touch()
-        return target
-
-    def _sensors(self, item: Item, canon: Canon, canon_dir: Path) -> list[Sensor]:
-        # 'sh -c "CMD \"$@\"" sh ARGS' hands the junit flag of a pytest-kind sensor on to the command
-        sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command + (' "$@"' if s.kind == "pytest" else ""), "sh"), s.kind, s.timeout)
-                   for s in self.ws.config.build.sensors]
-        timeout = self.ws.config.plan.check_timeout
-        for rid in item.requirements:
-            req = canon.requirements.get(rid)
-            if req is None:
-                continue
-            for index, command in enumerate(req.checks):
-                sensors.append(Sensor(f"canon:{rid}:check:{index}", ("/bin/sh", "-c", command), "command", timeout))
-            if req.tests:
-                sensors.append(Sensor(f"canon:{rid}:tests", (), "conformance", timeout, tuple(req.tests), canon_dir))
-        return sensors
-
-    def _sensor_env(self, canon_dir: Path, scratch: Path) -> dict[str, str]:
-        env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
-        env.update({"BANACH_CANON": str(canon_dir), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch),
-                    "PYTHONPATH": str(self.ws.code), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BANACH_PYTHON": sys.executable})
-        env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
-        return env
-
-    def _read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
-        # sensors read the work tree and write only their scratch: what they judge is what gets committed
-        wrap = lambda argv: sandbox_argv(self.ws, argv, [scratch])
-        return read_sensors(sensors, self.ws.code, self._sensor_env(canon_dir, scratch), scratch, wrap, self._limits())
-
-    def _checkpoint_reading(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
-        key = hashlib.sha256(repr((head, [(s.name, s.argv, s.kind) for s in sensors])).encode()).hexdigest()[:24]
-        cache = self.dir / "readings" / f"{key}.json"
-        if cache.exists():
-            return Reading.from_json(json.loads(cache.read_text()))
-        reading = self._read(sensors, canon_dir, scratch)
-        write_json(cache, reading.as_json())
-        return reading
-
     def _rung(self, history: ItemHistory) -> str:
         ladder = self.ws.config.build.rungs
         return ladder[min(history.rung, len(ladder) - 1)]
-
-    def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory) -> Outcome:
-        n = next_iteration(self.journal)
-        folder = self.dir / "iterations" / str(n)
-        scratch = self.dir / "tmp" / f"iteration-{n}"
-        shutil.rmtree(scratch, ignore_errors=True)
-        scratch.mkdir(parents=True)
-        canon_dir = self._canon_snapshot(canon)
-        checkpoint = self.code.head()
-        assert checkpoint is not None
-        refs = self.code.ref_state()
-        sensors = self._sensors(item, canon, canon_dir)
-        before = self._checkpoint_reading(checkpoint, sensors, canon_dir, scratch)
-        rung = self._rung(history)
-        base = {"n": n, "item": item.id, "plan_pass": plan.pass_seq, "canon_version": canon.version}
-        if not before.failing:
-            self.journal.append("iteration.started", {**base, "checkpoint": checkpoint, "refs": _refs_json(refs),
-                                                      "agent": None})
-            self.journal.append("iteration.ended", {**base, "decision": "already_green",
-                                                    "reason": "every sensor is green at the checkpoint; nothing to improve"})
-            return Outcome("already_green", f"iteration {n}: {item.id} is already green here; left for plan to re-measure",
-                           n, item.id)
-        prompt = render(
-            self.ws, item=item, canon_version=canon.version, iteration=n,
-            canon_slice=canon.slice(item.requirements), negative_knowledge=history.negative[-5:],
-            feedback=before.excerpts, context=self._context(scratch),
-        )
-        folder.mkdir(parents=True, exist_ok=True)
-        prompt_file = folder / "prompt.md"
-        write_text(prompt_file, prompt)
-        preset = None if self.options.agent_command else self.ws.config.agents.get(rung)
-        lease = route = None
-        if preset is not None and preset.provider:
-            allowance = self._allowance(item, canon)
-            why, source = _exhausted(allowance)
-            if why:
-                shutil.rmtree(scratch, ignore_errors=True)
-                return self._budget_spent(item, canon, history, why, source)
-            assert self.gateway is not None
-            lease = self.gateway.open_turn(preset.provider, upstream_model=preset.upstream_model, allowance=allowance,
-                                           log=folder / "calls.jsonl")
-            route = agents.ModelRoute(lease.url, lease.token, self.ws.config.gateway.providers[preset.provider].wire)
-        try:
-            invocation = agents.invocation(self.ws.config, rung, prompt_file, override=self.options.agent_command,
-                                           route=route)
-        except Exception:
-            if lease is not None and self.gateway is not None:
-                self.gateway.close(lease)
-            raise
-        self.journal.append("iteration.started", {**base, "checkpoint": checkpoint, "refs": _refs_json(refs),
-                                                  "agent": invocation.label, "rung": rung,
-                                                  "failing_before": before.failing})
-        outcome = self._decide(n, item, canon, plan, checkpoint, refs, before, sensors, canon_dir, scratch, folder,
-                               invocation, rung, prompt, history, lease)
-        shutil.rmtree(scratch, ignore_errors=True)
-        return outcome
-
-    # the gateway's budgets ------------------------------------------------------------------------
-    def _item_spent(self, item_id: str, canon_version: int) -> tuple[int, float]:
-        rows = [r.data for r in self.journal.rows("model.call")
-                if r.data.get("item") == item_id and r.data.get("canon_version") == canon_version]
-        tokens = sum(int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) + int(r.get("cache_read_tokens", 0))
-                     + int(r.get("cache_write_tokens", 0)) for r in rows)
-        return tokens, sum(float(r.get("cost_usd") or 0.0) for r in rows)
-
-    def _allowance(self, item: Item, canon: Canon) -> Allowance:
-        """The tightest of the turn's, the item's (at this canon version) and the run's budgets."""
-        gateway = self.ws.config.gateway
-        item_tokens, item_cost = self._item_spent(item.id, canon.version) if (
-            gateway.max_item_tokens or gateway.max_item_cost_usd) else (0, 0.0)
-        tokens = [(limit - spent, source) for limit, spent, source in (
-            (gateway.max_turn_tokens, 0, "turn"), (gateway.max_item_tokens, item_tokens, "item"),
-            (gateway.max_run_tokens, self.run_tokens, "run")) if limit]
-        costs = [(limit - spent, source) for limit, spent, source in (
-            (gateway.max_turn_cost_usd, 0.0, "turn"), (gateway.max_item_cost_usd, item_cost, "item"),
-            (gateway.max_run_cost_usd, self.run_cost, "run")) if limit]
-        token_limit, token_source = min(tokens) if tokens else (None, "")
-        cost_limit, cost_source = min(costs) if costs else (None, "")
-        return Allowance(token_limit, cost_limit, token_source, cost_source)
-
-    def _budget_spent(self, item: Item, canon: Canon, history: ItemHistory, why: str, source: str) -> Outcome:
-        """No turn starts on a spent budget: the item's blocks the item, the run's stops the run."""
-        if source == "item":
-            self.journal.append(BLOCKED, {"item": item.id, "canon_version": canon.version, "attempts": history.attempts,
-                                          "evidence": {"reason": why, "failing": None, "excerpt": "", "iteration": None}})
-            return Outcome("blocked", f"{item.id}: blocked: {why}", None, item.id)
-        return Outcome("budget_exhausted", f"build-loop: {why}", None, item.id)
-
-    def _journal_calls(self, n: int, item: Item, canon: Canon, lease: Lease) -> None:
-        for call in lease.calls:
-            self.journal.append("model.call", {"n": n, "item": item.id, "canon_version": canon.version, **call.as_json()})
-        self.run_tokens += lease.tokens
-        self.run_cost += lease.cost_usd or 0.0
-
-    def _context(self, scratch: Path) -> list[dict[str, str]]:
-        """Context commands read the work tree the agent wrote: they run sandboxed like the agent, read-only on it."""
-        out = []
-        env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
-        env.update({"TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1"})
-        for command in self.ws.config.build.context_commands:
-            argv = sandbox_argv(self.ws, ("/bin/sh", "-c", command), [scratch])
-            result = run(Request(argv, cwd=self.ws.code, env=env, timeout=60, limits=self._limits()),
-                         reap_orphans=self.subreaper)
-            out.append({"command": command, "output": "\n".join((result.stdout + result.stderr).splitlines()[-80:])})
-        return out
-
-    def _agent_env(self, n: int, item: Item, prompt_file: Path, scratch: Path) -> dict[str, str]:
-        env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
-        env.update({"BANACH_PROMPT_FILE": str(prompt_file), "BANACH_ITEM": item.id, "BANACH_ITERATION": str(n),
-                    "TMPDIR": str(scratch)})
-        return env
 
     def _limits(self) -> Limits:
         build = self.ws.config.build
         return Limits(max_processes=build.max_processes, memory_bytes=build.max_memory_bytes,
                       file_bytes=build.max_file_bytes, output_bytes=build.max_output_bytes)
 
-    def _fence(self, checkpoint: str, item: Item) -> FenceReport:
-        build = self.ws.config.build
-        return fence(self.code, checkpoint, item.scope, protected_patterns(self.ws),
-                     FenceLimits(build.max_file_bytes, build.max_changed_paths))
+    # the turn, stage by stage -------------------------------------------------------------------
+    def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory) -> Outcome:
+        turn = self._checkpoint(plan, item, canon, history)
+        try:
+            if not turn.before.failing:
+                return self._already_green(turn)
+            self._prompt(turn)
+            spent = self._open_route(turn)
+            if spent is not None:
+                return spent
+            self._start(turn)
+            return self._decide(turn)
+        finally:
+            shutil.rmtree(turn.scratch, ignore_errors=True)
 
-    def _decide(self, n: int, item: Item, canon: Canon, plan: FixPlan, checkpoint: str, refs: RefState,
-                before: Reading, sensors: list[Sensor], canon_dir: Path, scratch: Path, folder: Path,
-                invocation: agents.Invocation, rung: str, prompt: str, history: ItemHistory,
-                lease: Lease | None = None) -> Outcome:
-        build = self.ws.config.build
-        base: dict[str, Any] = {"n": n, "item": item.id, "plan_pass": plan.pass_seq, "canon_version": canon.version,
-                                "kind": item.kind, "area": item.area, "failing_before": before.failing,
-                                "agent": invocation.label}
-        agent_prompt = folder / "prompt.md"
-        turn_scratch = scratch / "agent"
-        turn_scratch.mkdir()
+    def _checkpoint(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory) -> Turn:
+        """The turn's number, folders, checkpoint and refs, and the sensors' reading there."""
+        n = next_iteration(self.journal)
+        scratch = self.dir / "tmp" / f"iteration-{n}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        canon_dir = self.measure.canon_snapshot(canon)
+        checkpoint = self.code.head()
+        assert checkpoint is not None
+        sensors = self.measure.sensors(item, canon, canon_dir)
+        before = self.measure.at_checkpoint(checkpoint, sensors, canon_dir, scratch)
+        return Turn(n, item, canon, plan, history, self.dir / "iterations" / str(n), scratch, checkpoint,
+                    self.code.ref_state(), canon_dir, sensors, before, rung=self._rung(history))
+
+    def _already_green(self, turn: Turn) -> Outcome:
+        self.journal.append("iteration.started", {**turn.base, "checkpoint": turn.checkpoint,
+                                                  "refs": guards.refs_json(turn.refs), "agent": None})
+        self.journal.append("iteration.ended", {**turn.base, "decision": "already_green",
+                                                "reason": "every sensor is green at the checkpoint; nothing to improve"})
+        return Outcome("already_green", f"iteration {turn.n}: {turn.item.id} is already green here; left for plan to "
+                       "re-measure", turn.n, turn.item.id)
+
+    def _prompt(self, turn: Turn) -> None:
+        turn.prompt = render(
+            self.ws, item=turn.item, canon_version=turn.canon.version, iteration=turn.n,
+            canon_slice=turn.canon.slice(turn.item.requirements), negative_knowledge=turn.history.negative[-5:],
+            feedback=turn.before.excerpts,
+            context=context_outputs(self.ws, turn.scratch, self._limits(), reap_orphans=self.subreaper),
+        )
+        turn.folder.mkdir(parents=True, exist_ok=True)
+        write_text(turn.folder / "prompt.md", turn.prompt)
+
+    def _open_route(self, turn: Turn) -> Outcome | None:
+        """For a rung that talks to a provider through the gateway: the turn's lease within its budgets; an Outcome
+        instead when a budget is already spent."""
+        preset = None if self.options.agent_command else self.ws.config.agents.get(turn.rung)
+        if preset is None or not preset.provider:
+            return None
+        gateway = self.ws.config.gateway
+        item = budgets.item_spent(self.journal, turn.item.id, turn.canon.version) if (
+            gateway.max_item_tokens or gateway.max_item_cost_usd) else (0, 0.0)
+        allowance = budgets.allowance(gateway, item, (self.run_tokens, self.run_cost))
+        why, source = budgets.exhausted(allowance)
+        if why:
+            return self._budget_spent(turn, why, source)
+        assert self.gateway is not None
+        turn.lease = self.gateway.open_turn(preset.provider, upstream_model=preset.upstream_model, allowance=allowance,
+                                            log=turn.folder / "calls.jsonl")
+        return None
+
+    def _budget_spent(self, turn: Turn, why: str, source: str) -> Outcome:
+        """No turn starts on a spent budget: the item's blocks the item, the run's stops the run."""
+        if source == "item":
+            self.journal.append(BLOCKED, {"item": turn.item.id, "canon_version": turn.canon.version,
+                                          "attempts": turn.history.attempts,
+                                          "evidence": {"reason": why, "failing": None, "excerpt": "", "iteration": None}})
+            return Outcome("blocked", f"{turn.item.id}: blocked: {why}", None, turn.item.id)
+        return Outcome("budget_exhausted", f"build-loop: {why}", None, turn.item.id)
+
+    def _start(self, turn: Turn) -> None:
+        route = None
+        if turn.lease is not None:
+            wire = self.ws.config.gateway.providers[turn.lease.provider].wire
+            route = agents.ModelRoute(turn.lease.url, turn.lease.token, wire)
+        try:
+            turn.invocation = agents.invocation(self.ws.config, turn.rung, turn.folder / "prompt.md",
+                                                override=self.options.agent_command, route=route)
+        except Exception:
+            if turn.lease is not None and self.gateway is not None:
+                self.gateway.close(turn.lease)
+            raise
+        self.journal.append("iteration.started", {**turn.base, "checkpoint": turn.checkpoint,
+                                                  "refs": guards.refs_json(turn.refs), "agent": turn.invocation.label,
+                                                  "rung": turn.rung, "failing_before": turn.before.failing})
+
+    def _decide(self, turn: Turn) -> Outcome:
+        self._run_agent(turn)
+        assert turn.ran is not None and turn.report is not None
+        if turn.ran.cancelled:
+            self._roll_back(turn)
+            return self._end(turn, "abandoned", "build-loop was asked to stop during the turn; rolled back")
+        limited = self._rate_limited(turn)
+        if limited is not None:
+            return limited
+        self._guard_refs(turn)
+        fenced = self._fence_and_fix(turn)
+        capped = fenced.capped or turn.ran.capped
+        if capped:
+            self._roll_back(turn)
+            return self._failed(turn, "rollback", f"capped: {capped}; the whole turn was rolled back", changed=[],
+                                feedback=turn.before.excerpts)
+        entries = snapshot(self.code, fenced.kept)
+        if not entries:
+            return self._no_change(turn)
+        return self._judge(turn, entries)
+
+    def _run_agent(self, turn: Turn) -> None:
+        """The agent's fresh process in its sandbox (and, under gateway-only, its own network), to its budget."""
+        assert turn.invocation is not None
+        invocation, lease = turn.invocation, turn.lease
+        agent_scratch = turn.scratch / "agent"
+        agent_scratch.mkdir()
         relay = None
         if lease is not None and self.gateway is not None and self.ws.config.gateway.network == "gateway-only":
             relay = (self.gateway.socket_path, self.gateway.port)  # the agent's one way out: 127.0.0.1:port, relayed
-        argv = sandbox_argv(self.ws, invocation.argv, [self.ws.code, turn_scratch, *invocation.state_paths],
+        argv = sandbox_argv(self.ws, invocation.argv, [self.ws.code, agent_scratch, *invocation.state_paths],
                             gateway_relay=relay)
-        timeout = self.options.turn_timeout or build.turn_timeout
-        env = {**self._agent_env(n, item, agent_prompt, turn_scratch), **agents.preset_env(invocation, turn_scratch)}
-        control = self.code.control_files()
+        env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
+        env.update({"BANACH_PROMPT_FILE": str(turn.folder / "prompt.md"), "BANACH_ITEM": turn.item.id,
+                    "BANACH_ITERATION": str(turn.n), "TMPDIR": str(agent_scratch)})
+        env.update(agents.preset_env(invocation, agent_scratch))
+        turn.control = self.code.control_files()
         try:
-            turn = run(Request(argv, cwd=self.ws.code, env=env, stdin=prompt, timeout=timeout, limits=self._limits()),
-                       reap_orphans=self.subreaper, cancel=self.cancel, halt=lease.halt if lease else None)
+            turn.ran = ran = run(Request(argv, cwd=self.ws.code, env=env, stdin=turn.prompt,
+                                         timeout=self.options.turn_timeout or self.ws.config.build.turn_timeout,
+                                         limits=self._limits()),
+                                 reap_orphans=self.subreaper, cancel=self.cancel, halt=lease.halt if lease else None)
         finally:
             if lease is not None and self.gateway is not None:
                 self.gateway.close(lease)
-        write_text(folder / "output.txt", turn.stdout + ("\n--- stderr ---\n" + turn.stderr if turn.stderr.strip() else ""))
-        preset_name = "" if self.options.agent_command else rung
-        report = agents.read_turn(self.ws.config, preset_name, turn.stdout, turn.stderr, turn.returncode, now=time.time())
-        turn_facts: dict[str, Any] = {
-            "exit_code": turn.returncode, "timed_out": turn.timed_out, "duration": round(turn.duration, 3),
-            "reaped": turn.reaped, "cost_usd": report.cost_usd, "claimed_success": report.claimed_success,
-            "capped": turn.capped}
+        write_text(turn.folder / "output.txt", ran.stdout + ("\n--- stderr ---\n" + ran.stderr if ran.stderr.strip() else ""))
+        preset_name = "" if self.options.agent_command else turn.rung
+        turn.report = report = agents.read_turn(self.ws.config, preset_name, ran.stdout, ran.stderr, ran.returncode,
+                                                now=time.time())
+        turn.facts = {"kind": turn.item.kind, "area": turn.item.area, "failing_before": turn.before.failing,
+                      "agent": invocation.label, "exit_code": ran.returncode, "timed_out": ran.timed_out,
+                      "duration": round(ran.duration, 3), "reaped": ran.reaped, "cost_usd": report.cost_usd,
+                      "claimed_success": report.claimed_success, "capped": ran.capped}
         if lease is not None:
-            self._journal_calls(n, item, canon, lease)
-            model_calls = [c for c in lease.calls if c.model_call]
-            turn_facts.update({"cost_usd": lease.cost_usd, "model_calls": len(model_calls), "tokens": lease.tokens,
-                               "gateway_stop": lease.stop_reason or None})
+            self._journal_calls(turn, lease)
+            turn.facts.update({"cost_usd": lease.cost_usd, "model_calls": sum(1 for c in lease.calls if c.model_call),
+                               "tokens": lease.tokens, "gateway_stop": lease.stop_reason or None})
             if lease.stop_reason == "budget":
-                turn_facts["budget_stop"] = lease.stop_message
+                turn.facts["budget_stop"] = lease.stop_message
 
-        def end(decision: str, reason: str, **extra: Any) -> Outcome:
-            if turn_facts.get("budget_stop"):
-                reason = f"{reason} (the gateway stopped the turn: {turn_facts['budget_stop']})"
-            record = {**base, **turn_facts, "decision": decision, "reason": reason, **extra}
-            self.journal.append("iteration.ended", record)
-            write_json(folder / "result.json", record)
-            return Outcome(decision, f"iteration {n} ({item.id}): {decision}: {reason}", n, item.id,
-                           extra.get("commit"), turn_facts["cost_usd"], extra.get("resets_at"), record)
+    def _journal_calls(self, turn: Turn, lease: Lease) -> None:
+        for call in lease.calls:
+            self.journal.append("model.call", {"n": turn.n, "item": turn.item.id, "canon_version": turn.canon.version,
+                                               **call.as_json()})
+        self.run_tokens += lease.tokens
+        self.run_cost += lease.cost_usd or 0.0
 
-        refs_checked = False  # once the guards have compared (and restored) the refs, a roll-back need not again
-
-        def roll_back() -> None:
-            self.code.restore_control_files(control)
-            if not refs_checked:
-                self.code.restore_refs(refs)
-            self.code.rollback(checkpoint)
-
-        if turn.cancelled:
-            roll_back()
-            return end("abandoned", "build-loop was asked to stop during the turn; rolled back")
+    def _rate_limited(self, turn: Turn) -> Outcome | None:
+        """A usage or rate limit, seen by the gateway or in the CLI's own words: neither progress nor failure."""
+        lease, report = turn.lease, turn.report
+        assert report is not None
         if lease is not None and lease.stop_reason == "rate_limited":
-            roll_back()
-            return end("rate_limited", f"the gateway ended the turn: {lease.stop_message}; neither progress nor failure",
-                       resets_at=lease.resets_at)
+            self._roll_back(turn)
+            return self._end(turn, "rate_limited", f"the gateway ended the turn: {lease.stop_message}; neither progress "
+                             "nor failure", resets_at=lease.resets_at)
         if report.rate_limited:
-            roll_back()
-            return end("rate_limited", "the agent hit a usage or rate limit: neither progress nor failure",
-                       resets_at=report.resets_at)
-        tampered = self.code.restore_control_files(control)
-        violations = _guard_violations(refs, self.code.ref_state()) + [f"the git directory's {name} changed" for name in tampered]
-        if violations:
-            self.code.restore_refs(refs)
-        refs_checked = True
-        fenced = self._fence(checkpoint, item)
-        if not fenced.capped:
+            self._roll_back(turn)
+            return self._end(turn, "rate_limited", "the agent hit a usage or rate limit: neither progress nor failure",
+                             resets_at=report.resets_at)
+        return None
+
+    def _guard_refs(self, turn: Turn) -> None:
+        assert turn.control is not None
+        tampered = self.code.restore_control_files(turn.control)
+        found = guards.violations(turn.refs, self.code.ref_state()) + [f"the git directory's {name} changed"
+                                                                        for name in tampered]
+        if found:
+            self.code.restore_refs(turn.refs)
+        turn.refs_checked = True
+        turn.facts["guard_violations"] = found
+
+    def _fence_and_fix(self, turn: Turn) -> FenceReport:
+        """The fence, then the fix commands (sandboxed, on the work tree), then the fence again."""
+        build = self.ws.config.build
+        limits = FenceLimits(build.max_file_bytes, build.max_changed_paths)
+        fenced = fence(self.code, turn.checkpoint, turn.item.scope, protected_patterns(self.ws), limits)
+        if not fenced.capped and build.fix_commands:
             for command in build.fix_commands:
-                run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.ws.code, scratch]), cwd=self.ws.code,
-                            env=self._sensor_env(canon_dir, scratch), timeout=120, limits=self._limits()),
+                run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.ws.code, turn.scratch]),
+                            cwd=self.ws.code, env=self.measure.env(turn.canon_dir, turn.scratch), timeout=120,
+                            limits=self._limits()),
                     reap_orphans=self.subreaper)
-            if build.fix_commands:
-                fenced = fenced.merge(self._fence(checkpoint, item))
-        guard_facts = {"guard_violations": violations, "reverted": list(fenced.reverted), "hostile": list(fenced.hostile),
-                       "ignored_removed": list(fenced.ignored),
-                       "scope_fighting": bool(fenced.reverted or fenced.hostile)}
+            fenced = fenced.merge(fence(self.code, turn.checkpoint, turn.item.scope, protected_patterns(self.ws), limits))
+        turn.facts.update({"reverted": list(fenced.reverted), "hostile": list(fenced.hostile),
+                           "ignored_removed": list(fenced.ignored), "scope_fighting": bool(fenced.reverted or fenced.hostile)})
         if fenced.reverted or fenced.hostile:
-            self.journal.append("scope.fighting", {"n": n, "item": item.id, "reverted": list(fenced.reverted),
+            self.journal.append("scope.fighting", {"n": turn.n, "item": turn.item.id, "reverted": list(fenced.reverted),
                                                    "hostile": list(fenced.hostile)})
-        capped = fenced.capped or turn.capped
-        if capped:
-            roll_back()
-            outcome = end("rollback", f"capped: {capped}; the whole turn was rolled back", **guard_facts, changed=[],
-                          feedback=before.excerpts)
-            self._after_failure(item, canon, history, outcome)
-            return outcome
-        entries = snapshot(self.code, fenced.kept)
-        changed = sorted(entries)
-        if not changed and turn.returncode != 0 and not turn.timed_out and not turn.halted:
-            roll_back()  # the agent did not run (missing, misconfigured, refused): not an attempt on the item
-            tail = "\n".join(turn.stderr.strip().splitlines()[-15:])
+        turn.fenced = fenced
+        return fenced
+
+    def _no_change(self, turn: Turn) -> Outcome:
+        """Nothing kept: the agent did not run at all (not an attempt on the item), or it ran and stalled."""
+        ran = turn.ran
+        assert ran is not None
+        self._roll_back(turn)
+        if ran.returncode != 0 and not ran.timed_out and not ran.halted:
+            tail = "\n".join(ran.stderr.strip().splitlines()[-15:])
             first = tail.splitlines()[-1] if tail else "no output on stderr"
-            return end("agent_failed", f"the agent exited with code {turn.returncode} and changed nothing: {first}",
-                       **guard_facts, changed=[], stderr_tail=tail, agent_setup=self.agent_setup)
-        if not changed:
-            roll_back()
-            outcome = end("stall", "the turn left no change in scope" + (" (timed out)" if turn.timed_out else ""),
-                          **guard_facts, changed=[], feedback=before.excerpts)
-            self._after_failure(item, canon, history, outcome)
-            return outcome
-        after = self._read(sensors, canon_dir, scratch)
+            return self._end(turn, "agent_failed", f"the agent exited with code {ran.returncode} and changed nothing: "
+                             f"{first}", changed=[], stderr_tail=tail, agent_setup=self.agent_setup)
+        return self._failed(turn, "stall", "the turn left no change in scope" + (" (timed out)" if ran.timed_out else ""),
+                            changed=[], feedback=turn.before.excerpts)
+
+    def _judge(self, turn: Turn, entries: dict[str, Entry | None]) -> Outcome:
+        """The sensors on the kept change, the ratchet, and keep or roll back."""
+        before = turn.before
+        after = self.measure.read(turn.sensors, turn.canon_dir, turn.scratch)
         broke = regressions(before, after)
         better = len(after.failing) < len(before.failing) or (
             len(after.failing) == len(before.failing) and after.score > before.score)
-        facts = {**guard_facts, "changed": changed, "failing_after": after.failing, "regressions": broke,
+        facts = {"changed": sorted(entries), "failing_after": after.failing, "regressions": broke,
                  "score_before": before.score, "score_after": after.score, "fingerprint": after.fingerprint}
         if broke or not better:
-            roll_back()
+            self._roll_back(turn)
             if broke:
                 reason = f"the ratchet: {len(broke)} check(s) that were green went red ({', '.join(broke[:5])})"
             elif after.fingerprint == before.fingerprint:
@@ -510,68 +357,43 @@ class Governor:
             else:
                 reason = f"no progress: {len(after.failing)} failing after, {len(before.failing)} before"
             excerpt = "\n".join(text for text in after.excerpts.values())[-3000:]
-            outcome = end("rollback", reason, **facts, excerpt=excerpt, feedback=after.excerpts)
-            self._after_failure(item, canon, history, outcome)
-            return outcome
-        commit = self._keep(n, item, canon, checkpoint, entries, before, after)
+            return self._failed(turn, "rollback", reason, **facts, excerpt=excerpt, feedback=after.excerpts)
+        commit = self._keep(turn, entries, after)
         write_json(self.dir / "readings" / "last-kept.json", {"commit": commit, **after.as_json()})
-        return end("keep", f"failing {len(before.failing)} -> {len(after.failing)}", **facts, commit=commit)
+        return self._end(turn, "keep", f"failing {len(before.failing)} -> {len(after.failing)}", **facts, commit=commit)
 
-    def _keep(self, n: int, item: Item, canon: Canon, checkpoint: str, entries: dict[str, Entry | None],
-              before: Reading, after: Reading) -> str:
+    def _keep(self, turn: Turn, entries: dict[str, Entry | None], after: Reading) -> str:
         """Commit exactly the blobs the fence kept (nothing written since), journal the intent, then publish."""
+        item = turn.item
         commit, tree = self.code.commit_entries(
-            checkpoint, entries,
+            turn.checkpoint, entries,
             f"{item.kind} {item.id}: {item.title}\n\n"
-            f"Kept by the governor: failing {len(before.failing)} -> {len(after.failing)}.",
-            {trailers.ITEM: item.id, trailers.CANON_VERSION: str(canon.version), trailers.ITERATION: str(n)}, role="build")
-        self.journal.append("iteration.committing", {"n": n, "item": item.id, "commit": commit, "tree": tree,
-                                                     "parent": checkpoint})
-        self.code.publish(commit, checkpoint)
+            f"Kept by the governor: failing {len(turn.before.failing)} -> {len(after.failing)}.",
+            {trailers.ITEM: item.id, trailers.CANON_VERSION: str(turn.canon.version), trailers.ITERATION: str(turn.n)},
+            role="build")
+        self.journal.append("iteration.committing", {"n": turn.n, "item": item.id, "commit": commit, "tree": tree,
+                                                     "parent": turn.checkpoint})
+        self.code.publish(commit, turn.checkpoint)
         return commit
 
-    def _after_failure(self, item: Item, canon: Canon, history: ItemHistory, outcome: Outcome) -> None:
-        build = self.ws.config.build
-        ladder = build.rungs
-        attempts, streak = history.attempts + 1, history.streak + 1
-        if attempts >= build.max_attempts:
-            self.journal.append(BLOCKED, {
-                "item": item.id, "canon_version": canon.version, "attempts": attempts,
-                "evidence": {"reason": outcome.details.get("reason"), "failing": outcome.details.get("failing_after",
-                                                                                                   outcome.details.get("failing_before")),
-                             "excerpt": outcome.details.get("excerpt", "")[-2000:], "iteration": outcome.n},
-            })
-        elif streak >= build.stall_patience and history.rung + 1 < len(ladder):
-            self.journal.append("ladder.climb", {"item": item.id, "from": history.rung, "to": history.rung + 1,
-                                                 "from_agent": ladder[history.rung], "to_agent": ladder[history.rung + 1],
-                                                 "after": streak, "n": outcome.n})
+    def _roll_back(self, turn: Turn) -> None:
+        if turn.control is not None:
+            self.code.restore_control_files(turn.control)
+        if not turn.refs_checked:
+            self.code.restore_refs(turn.refs)
+        self.code.rollback(turn.checkpoint)
 
+    def _end(self, turn: Turn, decision: str, reason: str, **extra: Any) -> Outcome:
+        if turn.facts.get("budget_stop"):
+            reason = f"{reason} (the gateway stopped the turn: {turn.facts['budget_stop']})"
+        record = {**turn.base, **turn.facts, "decision": decision, "reason": reason, **extra}
+        self.journal.append("iteration.ended", record)
+        write_json(turn.folder / "result.json", record)
+        return Outcome(decision, f"iteration {turn.n} ({turn.item.id}): {decision}: {reason}", turn.n, turn.item.id,
+                       extra.get("commit"), turn.facts.get("cost_usd"), extra.get("resets_at"), record)
 
-def _exhausted(allowance: Allowance) -> tuple[str, str]:
-    """(why no turn may start, whose budget it is: turn, item or run), or ("", "")."""
-    if allowance.tokens is not None and allowance.tokens <= 0:
-        return f"the {allowance.tokens_from} token budget at the gateway is spent", allowance.tokens_from
-    if allowance.cost_usd is not None and allowance.cost_usd <= 0:
-        return f"the {allowance.cost_from} cost budget at the gateway is spent", allowance.cost_from
-    return "", ""
-
-
-def _refs_json(refs: RefState) -> dict[str, Any]:
-    return {"head_symbolic": refs.head_symbolic, "head": refs.head, "refs": [list(r) for r in refs.refs],
-            "hidden": list(refs.hidden)}
-
-
-def _guard_violations(before: RefState, after: RefState) -> list[str]:
-    found = []
-    if after.head != before.head:
-        found.append(f"HEAD moved {before.head[:12]} -> {after.head[:12]} (commit or reset)")
-    if after.head_symbolic != before.head_symbolic:
-        found.append(f"HEAD switched {before.head_symbolic or 'detached'} -> {after.head_symbolic or 'detached'} (checkout)")
-    old, new = dict(before.refs), dict(after.refs)
-    for ref in sorted(set(old) | set(new)):
-        if old.get(ref) != new.get(ref):
-            what = "stash" if ref == "refs/stash" else ref
-            found.append(f"{what} {'created' if ref not in old else 'deleted' if ref not in new else 'moved'}")
-    for path in sorted(set(after.hidden) - set(before.hidden)):
-        found.append(f"index flag hides {path} (skip-worktree or assume-unchanged)")
-    return found
+    def _failed(self, turn: Turn, decision: str, reason: str, **extra: Any) -> Outcome:
+        """An attempt on the item that did not help: it counts toward blocking the item and climbing the ladder."""
+        outcome = self._end(turn, decision, reason, **extra)
+        escalate(self.journal, self.ws.config.build, turn.item, turn.canon, turn.history, outcome)
+        return outcome

@@ -1,8 +1,17 @@
 """Which item next: the most important open item that is not blocked: priority, then how many other
-items wait for it, then age (the plan pass that first found it)."""
+items wait for it, then age (the plan pass that first found it). Only from a fix_plan that measures the current
+canon and a commit in the code's history; done means claimed by a kept commit's trailer or found green here."""
 from __future__ import annotations
 
+from build_loop.history import skipped_green
+from canon.store import CanonStore
+from shared.contracts import fix_plan as fix_plan_file
+from shared.contracts import trailers
+from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.contracts.fix_plan import FixPlan, Item
+from shared.git import GitRepo
+from shared.journal import Journal
+from shared.workspace import Workspace
 
 
 def pick(plan: FixPlan, *, done: set[str], blocked: set[str], first_seen: dict[str, int]) -> Item | None:
@@ -15,3 +24,43 @@ def pick(plan: FixPlan, *, done: set[str], blocked: set[str], first_seen: dict[s
         return None
     waiting = {item.id: sum(item.id in other.depends_on for other in plan.items) for item in plan.items}
     return min(candidates, key=lambda item: (item.priority, -waiting[item.id], first_seen.get(item.id, 1 << 30), item.id))
+
+
+def current_plan(ws: Workspace, canon_store: CanonStore, code: GitRepo) -> tuple[FixPlan | None, str]:
+    """The fix_plan build may act on, or None and what it waits for."""
+    plan = fix_plan_file.read(ws.fix_plan_json)
+    if plan is None:
+        return None, "no fix_plan yet: waiting for plan-loop to measure"
+    version = canon_store.version()
+    if plan.canon_version != version:
+        return None, f"fix_plan measures canon v{plan.canon_version}, canon is v{version}: waiting for plan-loop"
+    head = code.head()
+    if head is None or not code.is_ancestor(plan.code_commit, head):
+        return None, "fix_plan measures a commit that is not in the code's history: waiting for plan-loop"
+    return plan, ""
+
+
+def next_item(ws: Workspace, journal: Journal, code: GitRepo, plan: FixPlan) -> tuple[Item | None, str]:
+    """The item to work on, or None and why there is none (naming each blocked item and how to unblock it)."""
+    blocks = current_blocks(journal, plan.canon_version)
+    claimed = {value for _, value in code.commits_with_trailer(plan.code_commit, "HEAD", trailers.ITEM)}
+    done = claimed | skipped_green(journal, plan.pass_seq)
+    item = pick(plan, done=done, blocked=set(blocks), first_seen=_first_seen(ws))
+    if item is not None:
+        return item, ""
+    if blocks and len(plan.items) > len(done):
+        lines = [explain(item_id, block) for item_id, block in sorted(blocks.items())]
+        return None, (f"nothing to do: {len(blocks)} item(s) blocked, the rest done or waiting on them:\n  "
+                      + "\n  ".join(lines) + f"\n{UNBLOCK_HINT}")
+    return None, "nothing open that build has not already done: waiting for plan-loop to re-measure"
+
+
+def _first_seen(ws: Workspace) -> dict[str, int]:
+    plan_journal = Journal.reader(ws.journal_path("plan"))
+    seen: dict[str, int] = {}
+    if plan_journal is not None:
+        with plan_journal:
+            for row in plan_journal.rows("pass"):
+                for item_id in row.data.get("items", []):
+                    seen.setdefault(item_id, row.seq)
+    return seen

@@ -42,7 +42,8 @@ def summary(ws: Workspace, n: int) -> str:
     for row in rows:
         data = row.data
         if row.kind == "iteration.started":
-            lines.append(f"iteration {n}: item {data['item']} (plan pass {data.get('plan_pass')}, canon v{data.get('canon_version')})")
+            lines.append(f"iteration {n}: item {data['item']} (plan pass {data.get('plan_pass')}, "
+                         f"canon v{data.get('canon_version')})")
             lines.append(f"  checkpoint {data['checkpoint'][:12]}, agent: {data.get('agent')}")
             if data.get("failing_before"):
                 lines.append(f"  failing at the checkpoint: {', '.join(data['failing_before'])}")

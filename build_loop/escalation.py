@@ -1,0 +1,46 @@
+"""What failure leads to: after build.max_attempts failed attempts the item is blocked (with the evidence a person
+needs to unblock it), after build.stall_patience in a row without progress the ladder climbs a rung, and after
+AGENT_FAILURES_TO_PAUSE turns whose agent could not run at all build pauses with what to fix."""
+from __future__ import annotations
+
+from build_loop.history import ItemHistory
+from build_loop.turn import Outcome
+from canon.model import Canon
+from shared.config import BuildConfig
+from shared.contracts.blocks import BLOCKED
+from shared.contracts.fix_plan import Item
+from shared.journal import Journal
+
+
+def escalate(journal: Journal, build: BuildConfig, item: Item, canon: Canon, history: ItemHistory, outcome: Outcome) -> None:
+    ladder = build.rungs
+    attempts, streak = history.attempts + 1, history.streak + 1
+    if attempts >= build.max_attempts:
+        failing = outcome.details.get("failing_after", outcome.details.get("failing_before"))
+        journal.append(BLOCKED, {
+            "item": item.id, "canon_version": canon.version, "attempts": attempts,
+            "evidence": {"reason": outcome.details.get("reason"), "failing": failing,
+                         "excerpt": outcome.details.get("excerpt", "")[-2000:], "iteration": outcome.n},
+        })
+    elif streak >= build.stall_patience and history.rung + 1 < len(ladder):
+        journal.append("ladder.climb", {"item": item.id, "from": history.rung, "to": history.rung + 1,
+                                        "from_agent": ladder[history.rung], "to_agent": ladder[history.rung + 1],
+                                        "after": streak, "n": outcome.n})
+
+
+AGENT_FAILURES_TO_PAUSE = 3
+
+
+def agent_broken(journal: Journal, agent_setup: str) -> str:
+    """When the agent failed to run on the last AGENT_FAILURES_TO_PAUSE turns with this same set-up, trying again
+    burns nothing but time: say what to fix instead ("" when it is not so)."""
+    recent = [row.data for row in journal.rows("iteration.ended")[-AGENT_FAILURES_TO_PAUSE:]]
+    if len(recent) < AGENT_FAILURES_TO_PAUSE or any(
+            r.get("decision") != "agent_failed" or r.get("agent_setup") != agent_setup for r in recent):
+        return ""
+    last = recent[-1]
+    tail = "\n    ".join(str(last.get("stderr_tail", "")).splitlines()[-8:]) or "(it printed nothing on stderr)"
+    return (f"PAUSED: the agent failed to run on the last {len(recent)} turns ({last.get('agent')}: exit code "
+            f"{last.get('exit_code')}); its stderr ended with:\n    {tail}\n"
+            "Fix the agent's command, installation, key or settings in banach.toml (banach doctor runs it), then "
+            "restart build-loop (banach down && banach up, or supervisorctl restart build).")

@@ -1,0 +1,76 @@
+"""What build measures an item by, and the measuring: build's own sensors from banach.toml, then each of the
+item's requirements' checks and conformance tests, run sandboxed (read-only on the work tree, writing only scratch)
+against build's own export of canon. A checkpoint's reading is kept by (commit, sensors): the same state is measured
+once."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from build_loop.sensors import Reading, Sensor, read_sensors
+from canon.model import Canon
+from canon.store import CanonStore
+from shared.atomic import write_json
+from shared.contracts.fix_plan import Item
+from shared.export import remove_tree
+from shared.isolation import sandbox_argv
+from shared.process import Limits
+from shared.workspace import Workspace
+
+
+class Measurer:
+    def __init__(self, ws: Workspace, canon_store: CanonStore, state: Path, limits: Limits) -> None:
+        self.ws, self.canon_store, self.state, self.limits = ws, canon_store, state, limits
+
+    def canon_snapshot(self, canon: Canon) -> Path:
+        """Build's own export of canon at this version, made once (a crash mid-export leaves no '.done')."""
+        target = self.state / "canon" / canon.commit[:12]
+        done = target.with_name(target.name + ".done")
+        if not done.exists():
+            remove_tree(target)
+            self.canon_store.git.export(canon.commit, target)
+            done.touch()
+        return target
+
+    def sensors(self, item: Item, canon: Canon, canon_dir: Path) -> list[Sensor]:
+        # 'sh -c "CMD \"$@\"" sh ARGS' hands the junit flag of a pytest-kind sensor on to the command
+        sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command + (' "$@"' if s.kind == "pytest" else ""), "sh"), s.kind,
+                          s.timeout)
+                   for s in self.ws.config.build.sensors]
+        timeout = self.ws.config.plan.check_timeout
+        for rid in item.requirements:
+            req = canon.requirements.get(rid)
+            if req is None:
+                continue
+            for index, command in enumerate(req.checks):
+                sensors.append(Sensor(f"canon:{rid}:check:{index}", ("/bin/sh", "-c", command), "command", timeout))
+            if req.tests:
+                sensors.append(Sensor(f"canon:{rid}:tests", (), "conformance", timeout, tuple(req.tests), canon_dir))
+        return sensors
+
+    def env(self, canon_dir: Path, scratch: Path) -> dict[str, str]:
+        """What sensors and fix commands get: build.env_allow, canon's export, the work tree on PYTHONPATH."""
+        env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
+        env.update({"BANACH_CANON": str(canon_dir), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch),
+                    "PYTHONPATH": str(self.ws.code), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BANACH_PYTHON": sys.executable})
+        env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
+        return env
+
+    def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
+        # sensors read the work tree and write only their scratch: what they judge is what gets committed
+        def wrap(argv: tuple[str, ...]) -> tuple[str, ...]:
+            return sandbox_argv(self.ws, argv, [scratch])
+
+        return read_sensors(sensors, self.ws.code, self.env(canon_dir, scratch), scratch, wrap, self.limits)
+
+    def at_checkpoint(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
+        key = hashlib.sha256(repr((head, [(s.name, s.argv, s.kind) for s in sensors])).encode()).hexdigest()[:24]
+        cache = self.state / "readings" / f"{key}.json"
+        if cache.exists():
+            return Reading.from_json(json.loads(cache.read_text()))
+        reading = self.read(sensors, canon_dir, scratch)
+        write_json(cache, reading.as_json())
+        return reading

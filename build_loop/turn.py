@@ -1,0 +1,72 @@
+"""One iteration as a value: what the governor knows about a turn, filled in stage by stage (see governor.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from build_loop.agents import Invocation, TurnReport
+from build_loop.fence import FenceReport
+from build_loop.gateway.server import Lease
+from build_loop.history import ItemHistory
+from build_loop.sensors import Reading, Sensor
+from canon.model import Canon
+from shared.contracts.fix_plan import FixPlan, Item
+from shared.git import RefState
+from shared.process import Outcome as ProcessOutcome
+
+
+@dataclass(frozen=True)
+class Options:
+    """How this build-loop runs its agent: --agent-command and --turn-timeout."""
+
+    agent_command: str = ""
+    turn_timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one iteration came to, as build-loop reports it."""
+
+    decision: str  # keep, rollback, stall, agent_failed, already_green, rate_limited, abandoned, idle, interrupted, paused
+    message: str
+    n: int | None = None
+    item: str | None = None
+    commit: str | None = None
+    cost_usd: float | None = None
+    resets_at: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Turn:
+    # chosen: what, against which plan and canon, with what history
+    n: int
+    item: Item
+    canon: Canon
+    plan: FixPlan
+    history: ItemHistory
+    folder: Path  # state/build/iterations/N: prompt, output, result
+    scratch: Path  # removed when the turn ends
+    # the checkpoint and what measures the item there
+    checkpoint: str
+    refs: RefState
+    canon_dir: Path
+    sensors: list[Sensor]
+    before: Reading
+    # the agent's turn
+    rung: str = ""
+    prompt: str = ""
+    invocation: Invocation | None = None
+    lease: Lease | None = None  # the gateway's, when the rung talks to a provider through it
+    control: dict[str, bytes | None] | None = None  # the git directory's config and info files before the turn
+    ran: ProcessOutcome | None = None
+    report: TurnReport | None = None
+    # what the decision is journaled with, gathered as the stages run
+    facts: dict[str, Any] = field(default_factory=dict)
+    refs_checked: bool = False  # the guards compared (and restored) the refs: a roll-back need not again
+    fenced: FenceReport | None = None
+
+    @property
+    def base(self) -> dict[str, Any]:
+        return {"n": self.n, "item": self.item.id, "plan_pass": self.plan.pass_seq, "canon_version": self.canon.version}
