@@ -106,7 +106,13 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     cgroups = cgroup_parents() if role in ("build", "plan") else ()
     abi = landlock_restrict([*paths, *agent_state, *cgroups], hidden_paths(ws, role))
     extra = f"; the agent CLIs' own state: {', '.join(map(str, agent_state))}" if agent_state else ""
-    extra += f"; its run cgroups under {', '.join(map(str, cgroups))}" if cgroups else ""
+    if cgroups:
+        extra += f"; its run cgroups under {', '.join(map(str, cgroups))}"
+    elif role in ("build", "plan"):
+        from shared.cgroups import containment_available
+
+        extra += (f"; NO run cgroups ({containment_available() or 'none could be made'}): a turn's processes are ended "
+                  "by process group only, and process and memory limits are not enforced")
     return Enforcement("landlock", True, f"Landlock ABI {abi}: writes limited to {shown}{extra}; "
                                          "other roles' keys and the supervisor credentials unreadable")
 

@@ -373,6 +373,8 @@ def test_an_ordinary_users_turn_is_kept_with_every_call_on_the_record(user_ws: W
     assert {(ws.code / path).stat().st_uid for path in committed} == {account.uid}
     assert outside_writes(ws, home, before_ws, {}, cli.state) == set()
     assert "build-loop: isolation landlock: Landlock ABI" in turn.stderr, turn.stderr[-2000:]
+    # without a delegated cgroup the account cannot contain its turns in one, and build says so when it starts
+    assert "NO run cgroups" in turn.stderr, turn.stderr[-2000:]
     assert_no_survivors(cli_folder(Path(command.split()[0])))
     print(f"{cli.name} as {account.name} (uid {account.uid}, python {python}): {len(calls)} calls, "
           f"turn {turn.record['duration']} s (build-loop once: {turn.seconds:.1f} s)")
