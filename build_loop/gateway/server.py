@@ -29,7 +29,7 @@ from aiohttp import web
 from build_loop.gateway import wires
 from build_loop.gateway.keys import load_keys
 from build_loop.gateway.store import BodyStore
-from shared.config import GatewayConfig, PriceConfig
+from shared.config import GatewayConfig, PriceConfig, ProviderConfig
 from shared.workspace import Workspace
 
 
@@ -113,6 +113,25 @@ class Lease:
         if allowance.cost_usd is not None and cost >= allowance.cost_usd:
             return f"the {allowance.cost_from} cost budget is spent (${cost:.4f} of ${allowance.cost_usd:.4f} this turn)"
         return ""
+
+
+@dataclass
+class Exchange:
+    """One call as it passes through the gateway: what the client sent, what went upstream, what came back."""
+
+    lease: Lease
+    provider: ProviderConfig
+    path: str  # as the client asked
+    model_call: bool
+    requested: str | None  # the model the client asked for
+    started: float  # monotonic
+    body: bytes  # as sent upstream (the client's, with the rung's model and a usage request where needed)
+    model: str | None = None  # as sent upstream
+    status: int = 0
+    content_type: str = ""
+    headers: dict[str, str] = field(default_factory=dict)  # the provider's, lowercase
+    received: bytearray = field(default_factory=bytearray)
+    first_byte: float | None = None
 
 
 def cost_of(usage: wires.Usage, price: PriceConfig | None) -> float | None:
@@ -236,95 +255,94 @@ class Gateway:
             return _error(401, "authentication_error", "Banach gateway: no valid turn token (a token is valid for one "
                           "agent turn only)")
         raw = await request.read()
-        provider = self.config.providers[lease.provider]
-        path = request.path
-        model_call = wires.is_model_call(request.method, path)
-        requested = wires.requested_model(path, raw)
-        started = time.monotonic()
-        budget = lease.over_budget() if model_call else ""
-        if budget or lease.halt.is_set():
-            message = budget or lease.stop_message or "the turn is being stopped"
-            self._record(lease, path, provider.wire, model_call, requested, requested, 403, False, None, raw, b"",
-                         started, None, error=f"refused: {message}")
-            return _error(403, "permission_error", f"Banach gateway: {message}")
-        sent_path, body = path, raw
-        if lease.upstream_model and model_call:
-            sent_path, body = wires.with_model(path, raw, lease.upstream_model)
-        if model_call:
-            body = wires.wants_usage_in_stream(sent_path, body)
-        model = wires.requested_model(sent_path, body)
-        query = {k: v for k, v in request.query.items() if k != "key"}
-        headers = {k: v for k, v in request.headers.items()
-                   if k.lower() not in wires.HOP_HEADERS and k.lower() not in wires.CLIENT_AUTH_HEADERS}
-        headers.update(wires.upstream_auth(provider.wire, provider.auth, self._keys.get(lease.provider, "")))
-        headers["accept-encoding"] = "identity"  # the record needs the bytes as the model sent them
-        assert self._session is not None
-        received = bytearray()
-        first_byte: float | None = None
+        call = Exchange(lease, self.config.providers[lease.provider], request.path,
+                        wires.is_model_call(request.method, request.path), wires.requested_model(request.path, raw),
+                        time.monotonic(), raw)
+        refused = (lease.over_budget() if call.model_call else "") or (
+            (lease.stop_message or "the turn is being stopped") if lease.halt.is_set() else "")
+        if refused:
+            call.model, call.status = call.requested, 403
+            self._record(call, error=f"refused: {refused}")
+            return _error(403, "permission_error", f"Banach gateway: {refused}")
         lease.in_flight += 1
         try:
-            async with self._session.request(request.method, provider.base_url.rstrip("/") + sent_path, params=query,
-                                             headers=headers, data=body, allow_redirects=False) as upstream:
-                reply = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers={
-                    k: v for k, v in upstream.headers.items() if k.lower() not in wires.HOP_HEADERS})
-                await reply.prepare(request)
-                try:
-                    async for chunk in upstream.content.iter_any():
-                        if first_byte is None:
-                            first_byte = time.monotonic()
-                        received += chunk
-                        await reply.write(chunk)
-                except (ConnectionResetError, aiohttp.ClientConnectionResetError):
-                    pass  # the agent went away mid-answer (stopped, or gave up): what arrived is still recorded
-                status, content_type = upstream.status, upstream.headers.get("content-type", "")
-                upstream_headers = {k.lower(): v for k, v in upstream.headers.items()}
-            # recorded before the client sees the end, so that a turn that ends on this answer finds it on the record
-            self._settle(lease, path, provider.base_url, provider.wire, model_call, requested, model, status,
-                         content_type, upstream_headers, body, bytes(received), started, first_byte)
-            with contextlib.suppress(ConnectionResetError, aiohttp.ClientConnectionResetError):
-                await reply.write_eof()
-            return reply
+            return await self._forward(request, call)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            message = f"cannot reach {provider.base_url}: {type(exc).__name__}: {exc}"
-            self._record(lease, path, provider.wire, model_call, requested, model, 502, False, None, body, b"",
-                         started, None, error=message)
+            message = f"cannot reach {call.provider.base_url}: {type(exc).__name__}: {exc}"
+            call.status, call.received = 502, bytearray()
+            self._record(call, error=message)
             return _error(502, "api_error", f"Banach gateway: {message}")
         finally:
             lease.in_flight -= 1
 
-    def _settle(self, lease: Lease, path: str, base_url: str, wire: str, model_call: bool, requested: str | None,
-                model: str | None, status: int, content_type: str, headers: dict[str, str], body: bytes, data: bytes,
-                started: float, first_byte: float | None) -> None:
-        usage = wires.usage_of(data, content_type) if model_call and status < 400 else None
-        limited = wires.is_limited(status, data)
-        reset = wires.resets_at(headers, data, time.time()) if limited else None
-        self._record(lease, path, wire, model_call, requested, model, status, "event-stream" in content_type,
-                     usage, body, data, started, first_byte, resets_at=reset)
-        if limited:
-            lease.stop("rate_limited", f"the provider answered {status} ({base_url})", reset)
-        elif model_call and (why := lease.over_budget()):
-            lease.stop("budget", why)
+    async def _forward(self, request: web.Request, call: Exchange) -> web.StreamResponse:
+        """The call upstream, with the rung's model and the provider's key; the answer passed on as it arrives."""
+        lease, provider = call.lease, call.provider
+        path = call.path
+        if lease.upstream_model and call.model_call:
+            path, call.body = wires.with_model(path, call.body, lease.upstream_model)
+        if call.model_call:
+            call.body = wires.wants_usage_in_stream(path, call.body)
+        call.model = wires.requested_model(path, call.body)
+        headers = {k: v for k, v in request.headers.items()
+                   if k.lower() not in wires.HOP_HEADERS and k.lower() not in wires.CLIENT_AUTH_HEADERS}
+        headers.update(wires.upstream_auth(provider.wire, provider.auth, self._keys.get(lease.provider, "")))
+        headers["accept-encoding"] = "identity"  # the record needs the bytes as the model sent them
+        query = {k: v for k, v in request.query.items() if k != "key"}
+        assert self._session is not None
+        async with self._session.request(request.method, provider.base_url.rstrip("/") + path, params=query,
+                                         headers=headers, data=call.body, allow_redirects=False) as upstream:
+            reply = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers={
+                k: v for k, v in upstream.headers.items() if k.lower() not in wires.HOP_HEADERS})
+            await reply.prepare(request)
+            try:
+                async for chunk in upstream.content.iter_any():
+                    if call.first_byte is None:
+                        call.first_byte = time.monotonic()
+                    call.received += chunk
+                    await reply.write(chunk)
+            except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+                pass  # the agent went away mid-answer (stopped, or gave up): what arrived is still recorded
+            call.status, call.content_type = upstream.status, upstream.headers.get("content-type", "")
+            call.headers = {k.lower(): v for k, v in upstream.headers.items()}
+        # recorded before the client sees the end, so that a turn that ends on this answer finds it on the record
+        self._settle(call)
+        with contextlib.suppress(ConnectionResetError, aiohttp.ClientConnectionResetError):
+            await reply.write_eof()
+        return reply
 
-    def _record(self, lease: Lease, path: str, wire: str, model_call: bool, requested: str | None, model: str | None,
-                status: int, stream: bool, usage: wires.Usage | None, request_body: bytes, response_body: bytes,
-                started: float, first_byte: float | None, *, resets_at: float | None = None,
+    def _settle(self, call: Exchange) -> None:
+        """Record the answer; a rate limit, or a budget now spent, stops the turn."""
+        data = bytes(call.received)
+        usage = wires.usage_of(data, call.content_type) if call.model_call and call.status < 400 else None
+        limited = wires.is_limited(call.status, data)
+        reset = wires.resets_at(call.headers, data, time.time()) if limited else None
+        self._record(call, usage=usage, resets_at=reset)
+        if limited:
+            call.lease.stop("rate_limited", f"the provider answered {call.status} ({call.provider.base_url})", reset)
+        elif call.model_call and (why := call.lease.over_budget()):
+            call.lease.stop("budget", why)
+
+    def _record(self, call: Exchange, *, usage: wires.Usage | None = None, resets_at: float | None = None,
                 error: str = "") -> None:
-        usage = usage or wires.Usage()
-        price = self.config.prices.get(model or "") if model_call else None
-        call = Call(
-            seq=len(lease.calls) + 1, path=path, provider=lease.provider, wire=wire, model_call=model_call,
-            requested_model=requested, model=model, status=status, stream=stream,
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
+        lease, usage = call.lease, usage or wires.Usage()
+        price = self.config.prices.get(call.model or "") if call.model_call else None
+        started, first_byte = call.started, call.first_byte
+        record = Call(
+            seq=len(lease.calls) + 1, path=call.path, provider=lease.provider, wire=call.provider.wire,
+            model_call=call.model_call, requested_model=call.requested, model=call.model, status=call.status,
+            stream="event-stream" in call.content_type, input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
             cost_usd=cost_of(usage, price) if usage.total else (0.0 if price else None),
             latency_ms=round((time.monotonic() - started) * 1000, 3),
             first_byte_ms=round((first_byte - started) * 1000, 3) if first_byte is not None else None,
-            request_digest=self.store.put(request_body), response_digest=self.store.put(response_body),
+            request_digest=self.store.put(call.body), response_digest=self.store.put(bytes(call.received)),
             resets_at=resets_at, error=error)
-        lease.calls.append(call)
+        lease.calls.append(record)
         if lease.log is not None:  # durable before the turn ends: a crash of build keeps the record of what was spent
             with lease.log.open("a", encoding="utf-8") as log:
-                log.write(json.dumps(call.as_json()) + "\n")
+                log.write(json.dumps(record.as_json()) + "\n")
 
 
 def _error(status: int, kind: str, message: str) -> web.Response:
