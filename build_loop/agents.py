@@ -1,25 +1,21 @@
-"""Agent presets: for each CLI, the documented command line, how the prompt reaches it, and what its
-output says (cost, usage limits). The harness itself makes no network call for any of them.
+"""Agent presets: for each CLI, the documented command line, how the prompt reaches it, where it keeps its own
+state, and how it is pointed at a model (directly, or at Banach's gateway with the turn's token). The harness itself
+makes no network call for any of them; what a CLI's output says is read in agent_output.py.
 
 Every agent gets the prompt on stdin and in the file named by BANACH_PROMPT_FILE; a preset adds the
 flags its CLI needs to run headless, and says where the prompt goes when the CLI does not read stdin.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
-import re
 import shlex
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from shared.config import AgentPreset, Config
 from shared.errors import AgentError
-from shared.workspace import Workspace
 
 SIMULATED_LABEL = "SIMULATED AGENT (a scripted stand-in for an LLM)"
 
@@ -44,16 +40,6 @@ class Invocation:
     base_url: str = ""  # the endpoint it was pointed at; "" for the CLI's own provider
     route: ModelRoute | None = None  # set when the CLI talks to Banach's gateway
     model: str = ""
-
-
-@dataclass(frozen=True)
-class TurnReport:
-    """What the agent's own output says about the turn."""
-
-    cost_usd: float | None = None
-    rate_limited: bool = False
-    resets_at: float | None = None  # epoch seconds, when the CLI printed one
-    claimed_success: bool = False
 
 
 # Each: (executable, flags before the prompt, how the prompt is passed: "stdin" | "arg" | "file-flag:<flag>")
@@ -94,18 +80,6 @@ _PRESETS: dict[str, tuple[str, tuple[str, ...], str, str]] = {
     "pi": ("pi", ("-p", "--no-session", "--offline"), "stdin", "--model"),
 }
 
-_LIMIT_PATTERNS = {
-    "claude": re.compile(r"usage limit reached|hit your limit|rate[_ ]limit|overloaded_error|\b429\b", re.IGNORECASE),
-    "codex": re.compile(r"usage limit|usage_limit_reached|rate limit|too many requests|\b429\b", re.IGNORECASE),
-    "aider": re.compile(r"RateLimitError|rate limit|quota", re.IGNORECASE),
-    "gemini": re.compile(r"quota exceeded|RESOURCE_EXHAUSTED|rate limit|\b429\b", re.IGNORECASE),
-    "opencode": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
-    "pi": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
-    "qwen": re.compile(r"rate limit|too many requests|\b429\b", re.IGNORECASE),
-    # any program: the phrasings the CLIs above use, and only together with a non-zero exit
-    "command": re.compile(r"usage limit|rate[_ ]limit|too many requests|quota exceeded|RESOURCE_EXHAUSTED", re.IGNORECASE),
-    "sim": re.compile(r"SIMULATED RATE LIMIT", re.IGNORECASE),
-}
 # Where each CLI keeps its login, sessions and caches, as its documentation gives them. A CLI that cannot write
 # there under the sandbox fails before it starts; the folders are created before build restricts itself (a CLI that
 # never ran on the account has none yet), and nothing else outside the work tree is granted. agents.NAME.state_paths
@@ -148,18 +122,6 @@ ROUTE_WIRES: dict[str, tuple[str, ...]] = {
     "command": ("anthropic", "openai", "gemini"),
 }
 TOKEN_ENV = "BANACH_MODEL_TOKEN"  # where a routed CLI whose config names a variable finds the turn's token
-
-_EPOCH_RESET = re.compile(r"limit reached\|(\d{9,11})")
-_CLOCK_RESET = re.compile(r"resets?(?: at)? (\d{1,2})(?::(\d\d))?\s*(am|pm)?", re.IGNORECASE)
-# "try again in 20 seconds", Gemini's "Please retry in 20s", and OpenAI's own "try again in 20s", "1m30s",
-# "820ms" (as pi and opencode print it)
-_IN_RESET = re.compile(r"(?:try again|retry) in "
-                       r"((?:\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)(?![a-z])\s*)+)",
-                       re.IGNORECASE)
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|mil|s|m|h)", re.IGNORECASE)
-_UNIT_SECONDS = {"ms": 0.001, "mil": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_SUCCESS_CLAIM = re.compile(r"\b(SUCCESS|all tests pass(?:ed)?|task complete|<promise>.*</promise>)", re.IGNORECASE)
-
 
 def preset_for(config: Config, name: str) -> AgentPreset:
     try:
@@ -375,94 +337,3 @@ def _endpoint_env(name: str, preset: AgentPreset) -> tuple[tuple[str, str], ...]
             env[_KEY_ENV[preset.preset]] = key
     env.update(preset.env)
     return tuple(env.items())
-
-
-def read_turn(config: Config, name: str, stdout: str, stderr: str, returncode: int, *, now: float) -> TurnReport:
-    kind = "command" if name not in config.agents else config.agents[name].preset
-    text = stdout + "\n" + stderr
-    cost = None
-    if kind == "claude":
-        try:
-            cost = float(json.loads(stdout.strip().splitlines()[-1]).get("total_cost_usd"))
-        except (ValueError, IndexError, TypeError, AttributeError):
-            cost = None
-    limited = bool(_LIMIT_PATTERNS.get(kind, _LIMIT_PATTERNS["command"]).search(text)) and (returncode != 0 or kind == "sim")
-    return TurnReport(cost, limited, _reset_time(text, now) if limited else None, bool(_SUCCESS_CLAIM.search(text)))
-
-
-def _reset_time(text: str, now: float) -> float | None:
-    epoch = _EPOCH_RESET.search(text)
-    if epoch:
-        return float(epoch.group(1))
-    later = _IN_RESET.search(text)
-    if later:
-        return now + sum(float(amount) * _UNIT_SECONDS[unit.lower()]
-                         for amount, unit in _DURATION_PART.findall(later.group(1)))
-    clock = _CLOCK_RESET.search(text)
-    if clock:
-        hour, minute = int(clock.group(1)) % 12 if clock.group(3) else int(clock.group(1)), int(clock.group(2) or 0)
-        if clock.group(3) and clock.group(3).lower() == "pm":
-            hour += 12
-        local = dt.datetime.fromtimestamp(now).astimezone()
-        reset = local.replace(hour=hour % 24, minute=minute, second=0, microsecond=0)
-        if reset.timestamp() <= now:
-            reset += dt.timedelta(days=1)
-        return reset.timestamp()
-    return None
-
-
-@dataclass(frozen=True)
-class AgentCheck:
-    ok: bool
-    what: str
-    fix: str = ""
-
-
-def is_bundled_example(ws: Workspace) -> bool:
-    return (ws.canon / "requirements" / "textkit.md").is_file() and (ws.code / "textkit").is_dir()
-
-
-def check_agents(ws: Workspace) -> list[AgentCheck]:
-    """Run each ladder rung's CLI with --version through the same sandbox its turns get, so that a missing or
-    broken agent shows before a turn is spent on it; and refuse the simulated agent on a real repository."""
-    from shared.isolation import sandbox_argv
-    from shared.process import Request, run
-
-    checks = []
-    scratch = Path(tempfile.mkdtemp(prefix="banach-agent-check-"))
-    try:
-        for rung in dict.fromkeys(ws.config.build.rungs):
-            preset = preset_for(ws.config, rung)
-            if preset.preset == "sim":
-                example = is_bundled_example(ws)
-                checks.append(AgentCheck(example, f"agent {rung}: the SIMULATED agent" + (
-                    " (fine for the bundled example)" if example else ", on a workspace that is not the bundled example: "
-                    "it only knows the example's reference changes, so every item would stall"),
-                    "" if example else "set build.agent to a real preset (docs/agents.md shows a working banach.toml "
-                    "for claude, codex and aider)"))
-                continue
-            provider = ws.config.gateway.providers.get(preset.provider)
-            # --version calls no model: a route to nowhere stands in for the gateway
-            route = ModelRoute("http://127.0.0.1:9", "version-check", provider.wire) if provider else None
-            try:
-                call = invocation(ws.config, rung, scratch / "prompt.md", route=route)
-            except AgentError as exc:
-                checks.append(AgentCheck(False, f"agent {rung}: {exc}", "fix the preset in banach.toml"))
-                continue
-            program = shlex.split(preset.command)[0] if preset.command else call.argv[0]
-            env = {key: os.environ[key] for key in ws.config.build.env_allow if key in os.environ}
-            env.update({**preset_env(call, scratch), "TMPDIR": str(scratch)})
-            argv = sandbox_argv(ws, (program, "--version"), [scratch, *call.state_paths])
-            outcome = run(Request(argv, cwd=scratch, env=env, timeout=60))
-            said = (outcome.stdout + outcome.stderr).strip().splitlines()
-            if outcome.ok:
-                checks.append(AgentCheck(True, f"agent {rung}: {program} --version: {said[0] if said else '(no output)'}"))
-            else:
-                status = "timed out" if outcome.timed_out else f"exit code {outcome.returncode}"
-                checks.append(AgentCheck(False, f"agent {rung}: {program} --version failed ({status}): "
-                                         f"{said[-1] if said else 'no output'}",
-                                         f"install {program} where build-loop finds it (scripts/install_clis.py installs "
-                                         f"the pinned CLIs), or fix agents.{rung}.command in banach.toml"))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return checks

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from build_loop.agents import all_state_paths, check_agents
+from build_loop.agent_check import check_agents
+from build_loop.agents import all_state_paths
 from build_loop.gateway.keys import drop_key_variables, store_key
 from build_loop.gateway.server import gateway_for, uses_gateway
 from build_loop.governor import Governor, Options

@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from build_loop import agents, budgets, guards
+from build_loop.agent_output import read_turn
 from build_loop.escalation import agent_broken, escalate
 from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns, snapshot
 from build_loop.gateway.server import Gateway, Lease, gateway_for
@@ -262,7 +263,7 @@ class Governor:
                 self.gateway.close(lease)
         write_text(turn.folder / "output.txt", ran.stdout + ("\n--- stderr ---\n" + ran.stderr if ran.stderr.strip() else ""))
         preset_name = "" if self.options.agent_command else turn.rung
-        turn.report = report = agents.read_turn(self.ws.config, preset_name, ran.stdout, ran.stderr, ran.returncode,
+        turn.report = report = read_turn(self.ws.config, preset_name, ran.stdout, ran.stderr, ran.returncode,
                                                 now=time.time())
         turn.facts = {"kind": turn.item.kind, "area": turn.item.area, "failing_before": turn.before.failing,
                       "agent": invocation.label, "exit_code": ran.returncode, "timed_out": ran.timed_out,

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from build_loop.agents import Invocation, TurnReport
+from build_loop.agent_output import TurnReport
+from build_loop.agents import Invocation
 from build_loop.fence import FenceReport
 from build_loop.gateway.server import Lease
 from build_loop.history import ItemHistory

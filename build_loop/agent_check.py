@@ -1,0 +1,71 @@
+"""`build-loop check-agent` (and `banach doctor` through it): each ladder rung's CLI run with --version through the
+same sandbox its turns get, so that a missing or broken agent shows before a turn is spent on it; and the simulated
+agent refused on a workspace that is not the bundled example."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from build_loop.agents import ModelRoute, invocation, preset_env, preset_for
+from shared.errors import AgentError
+from shared.isolation import sandbox_argv
+from shared.process import Request, run
+from shared.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class AgentCheck:
+    ok: bool
+    what: str
+    fix: str = ""
+
+
+def is_bundled_example(ws: Workspace) -> bool:
+    return (ws.canon / "requirements" / "textkit.md").is_file() and (ws.code / "textkit").is_dir()
+
+
+def check_agents(ws: Workspace) -> list[AgentCheck]:
+    """Run each ladder rung's CLI with --version through the same sandbox its turns get, so that a missing or
+    broken agent shows before a turn is spent on it; and refuse the simulated agent on a real repository."""
+    checks = []
+    scratch = Path(tempfile.mkdtemp(prefix="banach-agent-check-"))
+    try:
+        for rung in dict.fromkeys(ws.config.build.rungs):
+            preset = preset_for(ws.config, rung)
+            if preset.preset == "sim":
+                example = is_bundled_example(ws)
+                checks.append(AgentCheck(example, f"agent {rung}: the SIMULATED agent" + (
+                    " (fine for the bundled example)" if example else ", on a workspace that is not the bundled example: "
+                    "it only knows the example's reference changes, so every item would stall"),
+                    "" if example else "set build.agent to a real preset (docs/agents.md shows a working banach.toml "
+                    "for claude, codex and aider)"))
+                continue
+            provider = ws.config.gateway.providers.get(preset.provider)
+            # --version calls no model: a route to nowhere stands in for the gateway
+            route = ModelRoute("http://127.0.0.1:9", "version-check", provider.wire) if provider else None
+            try:
+                call = invocation(ws.config, rung, scratch / "prompt.md", route=route)
+            except AgentError as exc:
+                checks.append(AgentCheck(False, f"agent {rung}: {exc}", "fix the preset in banach.toml"))
+                continue
+            program = shlex.split(preset.command)[0] if preset.command else call.argv[0]
+            env = {key: os.environ[key] for key in ws.config.build.env_allow if key in os.environ}
+            env.update({**preset_env(call, scratch), "TMPDIR": str(scratch)})
+            argv = sandbox_argv(ws, (program, "--version"), [scratch, *call.state_paths])
+            outcome = run(Request(argv, cwd=scratch, env=env, timeout=60))
+            said = (outcome.stdout + outcome.stderr).strip().splitlines()
+            if outcome.ok:
+                checks.append(AgentCheck(True, f"agent {rung}: {program} --version: {said[0] if said else '(no output)'}"))
+            else:
+                status = "timed out" if outcome.timed_out else f"exit code {outcome.returncode}"
+                checks.append(AgentCheck(False, f"agent {rung}: {program} --version failed ({status}): "
+                                         f"{said[-1] if said else 'no output'}",
+                                         f"install {program} where build-loop finds it (scripts/install_clis.py installs "
+                                         f"the pinned CLIs), or fix agents.{rung}.command in banach.toml"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return checks
