@@ -8,6 +8,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from build_loop.clis import CLIS
 from shared.config import Config
 
 
@@ -21,15 +22,9 @@ class TurnReport:
     claimed_success: bool = False
 
 
+# Beside each CLI's own words (build_loop/clis), those of any program, only together with a non-zero exit, and the
+# simulated agent's.
 _LIMIT_PATTERNS = {
-    "claude": re.compile(r"usage limit reached|hit your limit|rate[_ ]limit|overloaded_error|\b429\b", re.IGNORECASE),
-    "codex": re.compile(r"usage limit|usage_limit_reached|rate limit|too many requests|\b429\b", re.IGNORECASE),
-    "aider": re.compile(r"RateLimitError|rate limit|quota", re.IGNORECASE),
-    "gemini": re.compile(r"quota exceeded|RESOURCE_EXHAUSTED|rate limit|\b429\b", re.IGNORECASE),
-    "opencode": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
-    "pi": re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE),
-    "qwen": re.compile(r"rate limit|too many requests|\b429\b", re.IGNORECASE),
-    # any program: the phrasings the CLIs above use, and only together with a non-zero exit
     "command": re.compile(r"usage limit|rate[_ ]limit|too many requests|quota exceeded|RESOURCE_EXHAUSTED", re.IGNORECASE),
     "sim": re.compile(r"SIMULATED RATE LIMIT", re.IGNORECASE),
 }
@@ -55,7 +50,8 @@ def read_turn(config: Config, name: str, stdout: str, stderr: str, returncode: i
             cost = float(json.loads(stdout.strip().splitlines()[-1]).get("total_cost_usd"))
         except (ValueError, IndexError, TypeError, AttributeError):
             cost = None
-    limited = bool(_LIMIT_PATTERNS.get(kind, _LIMIT_PATTERNS["command"]).search(text)) and (returncode != 0 or kind == "sim")
+    pattern = CLIS[kind].limit if kind in CLIS else _LIMIT_PATTERNS.get(kind, _LIMIT_PATTERNS["command"])
+    limited = bool(pattern.search(text)) and (returncode != 0 or kind == "sim")
     return TurnReport(cost, limited, _reset_time(text, now) if limited else None, bool(_SUCCESS_CLAIM.search(text)))
 
 
