@@ -15,6 +15,8 @@ TOKEN_ENV = "BANACH_MODEL_TOKEN"  # where a routed CLI whose config names a vari
 
 
 class Cli:
+    """A CLI Banach drives; the subclasses in this package set the attributes and override the hooks they need."""
+
     name: ClassVar[str]
     executable: ClassVar[str]
     flags: ClassVar[tuple[str, ...]]  # before the model and the prompt
@@ -57,3 +59,14 @@ class Cli:
     def route_env(self, url: str, token: str, wire: str, model: str, scratch: Path) -> dict[str, str]:
         """How it is pointed at the gateway through its own settings: the token stands where the key would."""
         raise NotImplementedError(f"{self.name} cannot be pointed at the gateway")
+
+
+class ConfiguredProvider(Cli):
+    """A CLI that, through the gateway, is given a provider named `banach` in a config file Banach writes into the
+    turn's scratch (opencode, pi): it keeps no state in HOME, and names the model banach/<model>."""
+
+    wires = ("openai", "anthropic")
+    routed_state_in_scratch = needs_model = True
+
+    def model_name(self, model: str, wire: str | None) -> str:
+        return f"banach/{model}" if wire and model else model

@@ -5,10 +5,10 @@ import json
 import re
 from pathlib import Path
 
-from build_loop.clis.base import TOKEN_ENV, Cli
+from build_loop.clis.base import TOKEN_ENV, ConfiguredProvider
 
 
-class Opencode(Cli):
+class Opencode(ConfiguredProvider):
     # `opencode run` reads a piped stdin as the message (an argument too would send it twice). --title: without one,
     # opencode sends the prompt in a second request to name the session. opencode retries a 429 without end and says
     # nothing; --print-logs at ERROR puts each "Rate limit exceeded" on stderr, so a turn that ends on the budget with
@@ -19,11 +19,6 @@ class Opencode(Cli):
     # no models.dev catalogue fetched at start (the network may be gateway-only), no self-update mid-turn
     env = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
     limit = re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE)
-    wires = ("openai", "anthropic")
-    routed_state_in_scratch = needs_model = True
-
-    def model_name(self, model: str, wire: str | None) -> str:
-        return f"banach/{model}" if wire and model else model  # the provider Banach writes
 
     def route_env(self, url: str, token: str, wire: str, model: str, scratch: Path) -> dict[str, str]:
         xdg = {f"XDG_{name}_HOME": str(scratch / "opencode" / name.lower()) for name in ("DATA", "CONFIG", "STATE", "CACHE")}

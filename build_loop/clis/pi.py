@@ -5,21 +5,16 @@ import json
 import re
 from pathlib import Path
 
-from build_loop.clis.base import TOKEN_ENV, Cli
+from build_loop.clis.base import TOKEN_ENV, ConfiguredProvider
 
 
-class Pi(Cli):
+class Pi(ConfiguredProvider):
     # Print mode reads the prompt from stdin; --no-session keeps no session file; --offline: no update or package
     # checks at startup. The model is "provider/id", the provider from ~/.pi/agent/models.json or built in.
     name, executable = "pi", "pi"
     flags = ("-p", "--no-session", "--offline")
     state = ("~/.pi",)
     limit = re.compile(r"rate limit|usage limit|too many requests|\b429\b", re.IGNORECASE)
-    wires = ("openai", "anthropic")
-    routed_state_in_scratch = needs_model = True
-
-    def model_name(self, model: str, wire: str | None) -> str:
-        return f"banach/{model}" if wire and model else model  # the provider Banach writes
 
     def route_env(self, url: str, token: str, wire: str, model: str, scratch: Path) -> dict[str, str]:
         agent_dir = scratch / "pi-agent"
