@@ -11,7 +11,6 @@ token, the gateway answers 401 and forwards nothing. Responses are streamed to t
 kept for the record is assembled beside."""
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import secrets
@@ -30,6 +29,7 @@ from build_loop.gateway import wires
 from build_loop.gateway.keys import load_keys
 from build_loop.gateway.store import BodyStore
 from shared.config import GatewayConfig, PriceConfig, ProviderConfig
+from shared.loop_thread import LoopThread
 from shared.workspace import Workspace
 
 
@@ -149,8 +149,7 @@ class Gateway:
         self.store = store
         self._leases: dict[str, Lease] = {}
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread("banach-gateway")
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         # a socket path has 107 bytes at most: a deep workspace gets a folder in /tmp instead
@@ -168,39 +167,23 @@ class Gateway:
 
     # life cycle -------------------------------------------------------------------------------------------------
     def start(self) -> Gateway:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=self._run, args=(loop,), name="banach-gateway", daemon=True)
-        self._thread.start()
-        self.port = asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=30)
+        self.port = self._thread.start(self._serve())
         return self
 
     def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
+        if not self._thread.running:
             return
-        asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout=30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=30)
-        self._loop = self._thread = None
+        self._thread.stop(self._shutdown())
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
         else:
             self.socket_path.unlink(missing_ok=True)
 
     def __enter__(self) -> Gateway:
-        return self.start()
+        return self if self._thread.running else self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    @staticmethod
-    def _run(loop: asyncio.AbstractEventLoop) -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_forever()
-        finally:
-            loop.close()
 
     async def _serve(self) -> int:
         app = web.Application(client_max_size=64 * 2**20)

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from shared.loop_thread import LoopThread
 from tests.helpers.model_server import anthropic, gemini, openai_chat, openai_responses
 from tests.helpers.model_server.conversation import Conversation, Reply, count_tokens, usage_for
 from tests.helpers.model_server.script import Error, RateLimit, Script, ScriptRunner
@@ -84,45 +85,25 @@ class ModelServer:
         self._records: list[Recorded] = []
         self._changed = threading.Condition()
         self._ids = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread("scripted-model-server")
         self._web: web.AppRunner | None = None
         self._port: int | None = None
 
     # life cycle
 
     def start(self) -> ModelServer:
-        if self._thread is not None:
-            raise RuntimeError("the scripted model server is already running")
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=self._run_loop, args=(loop,), name="scripted-model-server", daemon=True)
-        self._thread.start()
-        self._port = asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=30)
+        self._port = self._thread.start(self._serve())
         return self
 
     def stop(self) -> None:
-        if self._loop is None or self._thread is None:
-            return
-        if self._web is not None:
-            asyncio.run_coroutine_threadsafe(self._web.cleanup(), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=30)
-        self._loop = self._thread = self._web = None
+        self._thread.stop(self._web.cleanup() if self._web is not None else None)
+        self._web = None
 
     def __enter__(self) -> ModelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    @staticmethod
-    def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_forever()
-        finally:
-            loop.close()
 
     async def _serve(self) -> int:
         app = web.Application(client_max_size=64 * 1024 * 1024)
