@@ -15,10 +15,16 @@ class Frozen(BaseModel):
 
 class SourceRef(Frozen):
     file: str
-    line: int
+    line: int  # the requirement's heading
+    check_lines: tuple[int, ...] = ()  # the line of each of its checks, in order
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+    def of_check(self, index: int) -> str:
+        """file:line of the requirement's check number index (its heading, where the line is not known)."""
+        line = self.check_lines[index] if index < len(self.check_lines) else self.line
+        return f"{self.file}:{line}"
 
 
 def _check_scope_path(value: str) -> str:

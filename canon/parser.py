@@ -114,11 +114,14 @@ def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str],
     cursor = index + 1
     current_list: str | None = None
     field_lines: dict[str, int] = {}
+    check_lines: list[int] = []
     while cursor < end and lines[cursor].strip():
         line = lines[cursor]
         item = LIST_ITEM.match(line)
         if item and current_list:
             fields[current_list].append(item["value"])  # type: ignore[attr-defined]
+            if current_list == "checks":
+                check_lines.append(cursor + 1)
         else:
             match = FIELD.match(line)
             if not match:
@@ -133,6 +136,8 @@ def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str],
             if key in LIST_FIELDS:
                 fields[key] = _split_list(key, value)
                 current_list = key if not value else None
+                if key == "checks" and value:
+                    check_lines.append(cursor + 1)
             else:
                 fields[key] = value
                 current_list = None
@@ -141,12 +146,13 @@ def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str],
     if not body:
         raise CanonSyntaxError(file, index + 1, f"{heading['id']} has no text; say what must hold, in prose, below its fields")
     data = {**fields, "id": heading["id"], "title": heading["title"], "text": body, "area": area,
-            "source": SourceRef(file=file, line=index + 1)}
+            "source": SourceRef(file=file, line=index + 1, check_lines=tuple(check_lines))}
     if "priority" in data:
         try:
             data["priority"] = int(str(data["priority"]))
         except ValueError:
-            raise CanonSyntaxError(file, field_lines["priority"], "priority must be a whole number from 1 (most important) to 9") from None
+            raise CanonSyntaxError(file, field_lines["priority"],
+                                   "priority must be a whole number from 1 (most important) to 9") from None
     try:
         return Requirement.model_validate(data)
     except ValidationError as exc:

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
+from canon.check_paths import KnownPaths
 from canon.model import Document, Requirement
-from canon.scope import overlap
+from canon.scope import matches, overlap
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,9 @@ def _duplicates(documents: list[Document]) -> list[Problem]:
     for doc in documents:
         for req in doc.requirements:
             if req.id in first:
-                problems.append(Problem(str(req.source), req.id, f"duplicate id; it is already defined at {first[req.id].source}"))
+                problems.append(Problem(str(req.source), req.id, (
+                    f"duplicate id; it is already defined at {first[req.id].source}. "
+                    "Give this one a new id, or change the requirement where it is defined")))
             else:
                 first[req.id] = req
     return problems
@@ -36,10 +40,14 @@ def _dangling(reqs: dict[str, Requirement]) -> list[Problem]:
     for req in reqs.values():
         for dep in req.depends_on:
             if dep not in reqs:
-                problems.append(Problem(str(req.source), req.id, f"depends_on names {dep}, which no canon document defines"))
+                problems.append(Problem(str(req.source), req.id, (
+                    f"depends_on names {dep}, which no canon document defines; "
+                    f"add {dep} in the same change, or drop it from depends_on")))
         for other in req.conflicts_with:
             if other not in reqs:
-                problems.append(Problem(str(req.source), req.id, f"conflicts_with names {other}, which no canon document defines"))
+                problems.append(Problem(str(req.source), req.id, (
+                    f"conflicts_with names {other}, which no canon document defines; "
+                    f"add {other} in the same change, or drop it from conflicts_with")))
     return problems
 
 
@@ -55,7 +63,8 @@ def _cycles(reqs: dict[str, Requirement]) -> list[Problem]:
             if state.get(dep) == 1:
                 cycle = trail[trail.index(dep):] + [dep]
                 req = reqs[cycle[0]]
-                problems.append(Problem(str(req.source), req.id, "dependency cycle: " + " -> ".join(cycle)))
+                problems.append(Problem(str(req.source), req.id, "dependency cycle: " + " -> ".join(cycle)
+                                        + "; drop one of these depends_on"))
             elif dep not in state:
                 visit(dep, trail + [dep])
         state[rid] = 2
@@ -83,18 +92,59 @@ def _contradictions(reqs: dict[str, Requirement], code_files: list[str]) -> list
     return problems
 
 
+def _how_to_add_test(req: Requirement, file: str) -> str:
+    document, test = PurePosixPath(req.source.file).name, PurePosixPath(file)
+    if len(test.parts) > 2:  # the inbox is flat: a test in a subfolder of tests/ comes with its canon path
+        return f"run: spec-loop add {document} {test} (from a folder holding {test}; both land as one canon version)"
+    return (f"put {test.name} in the inbox together with {document} (both land as one canon version), "
+            f"or run: spec-loop add {document} {test.name}")
+
+
 def _missing_tests(reqs: dict[str, Requirement], test_sources: dict[str, str]) -> list[Problem]:
     problems = []
     for req in reqs.values():
         for node in req.tests:
             file, _, name = node.partition("::")
             if file not in test_sources:
-                problems.append(Problem(str(req.source), req.id, f"tests names {file}, which is not among canon's conformance tests"))
+                problems.append(Problem(str(req.source), req.id, f"tests names {file}, which is not among canon's "
+                                        f"conformance tests; {_how_to_add_test(req, file)}"))
                 continue
             function = name.split("::")[-1].split("[")[0]
             if function and not re.search(rf"^\s*(?:async\s+)?def {re.escape(function)}\b|^class {re.escape(function)}\b",
                                           test_sources[file], re.MULTILINE):
-                problems.append(Problem(str(req.source), req.id, f"tests names {node}, but {file} defines no {function}"))
+                problems.append(Problem(str(req.source), req.id, f"tests names {node}, but {file} defines no {function}; "
+                                        f"correct the name, or add {function} to {file} ({_how_to_add_test(req, file)})"))
+    return problems
+
+
+def _checks_that_changed(req: Requirement, previous: dict[str, Requirement]) -> bool:
+    before = previous.get(req.id)
+    return before is None or before.checks != req.checks or before.paths != req.paths
+
+
+def _missing_check_paths(reqs: dict[str, Requirement], previous: dict[str, Requirement], code: KnownPaths,
+                         canon: KnownPaths) -> list[Problem]:
+    """Checks that name a file neither the code has nor the agent may create (it is outside the requirement's
+    paths): build could spend every attempt on them and never fix them. Only new and changed checks are
+    asked, so that the code moving on does not refuse a change to something else."""
+    problems = []
+    for req in reqs.values():
+        if not _checks_that_changed(req, previous):
+            continue
+        for index, command in enumerate(req.checks):
+            for path in code.missing(command):
+                if req.paths and matches(path.rstrip("/"), req.paths):
+                    continue  # the requirement lets the agent create it
+                where = req.source.of_check(index)
+                if canon.exists(path):
+                    problems.append(Problem(where, req.id, (
+                        f"checks names {path}, which is one of canon's conformance tests, but checks run in the code, "
+                        f"where there is no {path}; name it under 'tests:' instead (tests: {path})")))
+                else:
+                    problems.append(Problem(where, req.id, (
+                        f"checks names {path}, which is neither in the code (at its current commit) nor among canon's "
+                        f"files; add it to the code, or make it a conformance test (put it in the inbox together with "
+                        f"{PurePosixPath(req.source.file).name} and name it under 'tests:'), or correct the path")))
     return problems
 
 
@@ -120,10 +170,13 @@ def reconcile(
     replaced: dict[str, Document],
     test_sources: dict[str, str],
     code_files: list[str] = (),  # type: ignore[assignment]
+    canon_files: list[str] | None = None,
 ) -> list[Problem]:
     """All problems of the proposed canon; empty means it may be committed.
 
     replaced: the drafts of this intake, by the canon path they would take (for the removal check).
+    canon_files: every file of the proposed canon; given, the files checks name are looked up in it and
+    in code_files (the code's files at its current commit). None leaves that check out.
     """
     problems = _duplicates(proposed)
     reqs: dict[str, Requirement] = {}
@@ -135,4 +188,6 @@ def reconcile(
     problems += _contradictions(reqs, list(code_files))
     problems += _missing_tests(reqs, test_sources)
     problems += _silent_removals(previous, reqs, replaced)
+    if canon_files is not None:
+        problems += _missing_check_paths(reqs, previous, KnownPaths(code_files), KnownPaths(canon_files))
     return problems

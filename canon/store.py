@@ -28,6 +28,7 @@ class VersionEntry:
     added: tuple[str, ...]
     changed: tuple[str, ...]
     removed: tuple[str, ...]
+    tests: tuple[str, ...] = ()  # conformance test files the version added or changed
 
 
 class CanonStore:
@@ -119,15 +120,17 @@ class CanonStore:
             "%(trailers:key=Canon-Added,valueonly)",
             "%(trailers:key=Canon-Changed,valueonly)",
             "%(trailers:key=Canon-Removed,valueonly)",
+            "%(trailers:key=Canon-Tests,valueonly)",
         ]) + "%x01"
         entries = []
         for record in self.git.log(fmt).split("\x01"):
             parts = [p.strip() for p in record.strip("\n").split("\x00")]
-            if len(parts) < 7 or not parts[3].isdigit():
+            if len(parts) < 8 or not parts[3].isdigit():
                 continue
 
             def split(value: str) -> tuple[str, ...]:
                 return tuple(v.strip() for v in value.split(",") if v.strip())
 
-            entries.append(VersionEntry(int(parts[3]), parts[0], parts[1], parts[2], split(parts[4]), split(parts[5]), split(parts[6])))
+            entries.append(VersionEntry(int(parts[3]), parts[0], parts[1], parts[2], split(parts[4]), split(parts[5]),
+                                        split(parts[6]), split(parts[7])))
         return entries

@@ -1,11 +1,12 @@
-"""`spec-loop check`: canon as it stands must parse, reconcile, and match its last committed version."""
+"""`spec-loop check`: canon as it stands must parse, reconcile, and match its last committed version; every
+file its checks name must be in the code's current commit (or be one its requirement may create)."""
 from __future__ import annotations
 
 from canon.parser import CanonSyntaxError
 from canon.reconcile import reconcile
 from canon.store import CanonStore
 from shared.errors import CanonError
-from shared.git import GitRepo, is_repo
+from shared.git import is_repo
 from shared.workspace import Workspace
 
 
@@ -23,7 +24,7 @@ def check_canon(ws: Workspace) -> tuple[list[str], int]:
     except CanonError as exc:
         return problems + [str(exc)], 0
     code = ws.code_repo() if is_repo(ws.code, ws.code_git) or is_repo(ws.code) else None
-    code_files = code.files_at("HEAD") if code is not None and code.head() else []
+    code_files = code.files_at("HEAD") if code is not None and code.head() else None
     found = reconcile(list(canon.documents), previous={}, replaced={}, test_sources=store.test_sources(),
-                      code_files=code_files)
+                      code_files=code_files or [], canon_files=list(store.files()) if code_files is not None else None)
     return problems + [str(p) for p in found], canon.version

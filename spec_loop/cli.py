@@ -18,6 +18,25 @@ from spec_loop.run import serve_inbox
 from spec_loop.service import SpecService
 
 
+def drafts_from_arguments(arguments: tuple[str, ...], name: str | None) -> list[Draft]:
+    """The drafts `spec-loop add` was given: files, '-' for standard input, or one text."""
+    if len(arguments) == 1 and not Path(arguments[0]).is_file():
+        draft_name = name or f"draft-{time.strftime('%Y%m%d-%H%M%S')}.md"
+        content = sys.stdin.buffer.read() if arguments[0] == "-" else arguments[0].encode()
+        return [Draft(draft_name, target_for(draft_name) or "", content)]
+    if name is not None and len(arguments) > 1:
+        raise click.UsageError("--name names one draft; several files keep their own names")
+    drafts = []
+    for argument in arguments:
+        path = Path(argument)
+        if not path.is_file():
+            raise click.UsageError(f"{argument}: no such file; with several drafts, each must be a file")
+        canon_path = path.parts[0] in ("requirements", "tests") and len(path.parts) > 1
+        draft_name = name or (path.as_posix() if canon_path else path.name)
+        drafts.append(Draft(draft_name, target_for(draft_name) or "", path.read_bytes()))
+    return drafts
+
+
 def _service(workspace: Path, reconcile_agent: str = "") -> SpecService:
     ws = Workspace.open(workspace)
     click.echo(restrict_self(ws, "spec").banner("spec-loop"), err=True)
@@ -45,19 +64,19 @@ def cli() -> None:
 @reconcile_agent_option
 @click.pass_context
 def once(ctx: click.Context, workspace: Path, reconcile_agent: str) -> None:
-    """Take every draft now in the inbox; exit 1 if any was refused.
+    """Take every draft now in the inbox as one change (one version, or nothing); exit 1 if refused.
 
     Example: spec-loop once --workspace ws
     """
     service = _service(workspace, reconcile_agent)
-    decisions = take_inbox(service)
+    decision = take_inbox(service)
     for notice in service.notices:
         click.echo(notice)
-    for decision in decisions:
-        click.echo(decision.describe())
-    if not decisions:
+    if decision is None:
         click.echo(f"inbox is empty; canon stays at v{service.store.version()}")
-    ctx.exit(0 if all(d.accepted for d in decisions) else 1)
+    else:
+        click.echo(decision.describe())
+    ctx.exit(0 if decision is None or decision.accepted else 1)
 
 
 @cli.command()
@@ -89,25 +108,22 @@ def edit(workspace: Path, document: str | None) -> None:
 
 @cli.command()
 @workspace_option
-@click.option("--name", help="the draft's file name (default: draft-<time>.md)")
-@click.argument("text_or_file")
-def add(workspace: Path, text_or_file: str, name: str | None) -> None:
-    """Propose a draft from the command line: a FILE's content, '-' for standard input, or the TEXT itself.
+@click.option("--name", help="the draft's file name, for one TEXT or '-' (default: draft-<time>.md)")
+@click.argument("drafts", nargs=-1, required=True, metavar="FILE_OR_TEXT...")
+def add(workspace: Path, drafts: tuple[str, ...], name: str | None) -> None:
+    """Propose a change from the command line: FILEs (a requirement document and the conformance tests it
+    names, taken together as one version), '-' for standard input, or one TEXT itself.
 
-    Text that starts with '-' (a '---' header) goes after '--': spec-loop add --name x.md -- "$(cat x.md)".
+    A FILE lands by its name (billing.md as requirements/billing.md, test_bill.py in tests/); one given as
+    tests/... or requirements/... keeps that path. Text that starts with '-' (a '---' header) goes after
+    '--': spec-loop add --name x.md -- "$(cat x.md)".
 
-    Example: spec-loop add drafts/billing.md
+    Example: spec-loop add billing.md test_billing.py
     """
     service = _service(workspace)
-    path = Path(text_or_file)
-    if text_or_file == "-":
-        content, draft_name = sys.stdin.buffer.read(), name or f"draft-{time.strftime('%Y%m%d-%H%M%S')}.md"
-    elif path.is_file():
-        content, draft_name = path.read_bytes(), name or path.name
-    else:
-        content, draft_name = text_or_file.encode(), name or f"draft-{time.strftime('%Y%m%d-%H%M%S')}.md"
+    change = drafts_from_arguments(drafts, name)
     with service.locked():
-        decision = service.decide(Draft(draft_name, target_for(draft_name) or "", content), source="add")
+        decision = service.decide_change(change, source="add")
     click.echo(decision.describe())
     if not decision.accepted:
         raise click.exceptions.Exit(1)
@@ -131,7 +147,7 @@ def check(workspace: Path) -> None:
 @cli.command()
 @workspace_option
 def log(workspace: Path) -> None:
-    """List canon versions with the requirements each added, changed or removed.
+    """List canon versions with the requirements each added, changed or removed, and its conformance tests.
 
     Example: spec-loop log --workspace ws
     """
@@ -139,7 +155,8 @@ def log(workspace: Path) -> None:
 
     for entry in CanonStore(Workspace.open(workspace).canon).history():
         parts = [f"{label} {', '.join(ids)}" for label, ids in
-                 (("added", entry.added), ("changed", entry.changed), ("removed", entry.removed)) if ids]
+                 (("added", entry.added), ("changed", entry.changed), ("removed", entry.removed),
+                  ("conformance tests", entry.tests)) if ids]
         click.echo(f"v{entry.version}  {entry.time}  {entry.commit[:10]}  {'; '.join(parts) or entry.summary}")
 
 

@@ -1,13 +1,14 @@
-"""A draft: the text a person proposes for one canon file, checked before it may become a version."""
+"""A draft: the text a person proposes for one canon file. Drafts are reviewed as a change (one or more taken
+together, such as a requirement and the conformance tests it names) before they may become one version."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from canon.model import Document, Requirement
 from canon.parser import CanonSyntaxError, parse_document
-from canon.reconcile import Problem, reconcile
+from canon.reconcile import reconcile
 from canon.store import REQUIREMENTS_DIR, TESTS_DIR, CanonStore
 from shared.errors import CanonError
 
@@ -21,9 +22,10 @@ class Draft:
 
 @dataclass(frozen=True)
 class Review:
-    """The verdict on a draft: problems (refuse) or the writes and the change list (commit)."""
+    """The verdict on a change (one draft or several, taken together): problems (refuse) or the writes and
+    the change list (commit)."""
 
-    draft: Draft
+    drafts: tuple[Draft, ...]
     problems: tuple[str, ...] = ()
     writes: dict[str, str | None] = field(default_factory=dict)
     changes: dict[str, list[str]] = field(default_factory=dict)
@@ -56,7 +58,8 @@ def _python_problem(draft: Draft) -> str | None:
     except UnicodeDecodeError:
         return f"{draft.name}:1: not UTF-8 text; a conformance test must be a Python source file"
     except SyntaxError as exc:
-        return f"{draft.name}:{exc.lineno or 1}: Python syntax error: {exc.msg}"
+        return (f"{draft.name}:{exc.lineno or 1}: Python syntax error: {exc.msg}; a conformance test must compile "
+                f"(try: python -m py_compile {draft.name})")
     except ValueError as exc:
         return f"{draft.name}:1: {exc}"
     return None
@@ -65,60 +68,92 @@ def _python_problem(draft: Draft) -> str | None:
 def _diff_ids(old: dict[str, Requirement], new: dict[str, Requirement]) -> dict[str, list[str]]:
     return {
         "added": sorted(new.keys() - old.keys()),
-        "changed": sorted(rid for rid in new.keys() & old.keys() if new[rid].model_dump(exclude={"source"}) != old[rid].model_dump(exclude={"source"})),
+        "changed": sorted(rid for rid in new.keys() & old.keys()
+                          if new[rid].model_dump(exclude={"source"}) != old[rid].model_dump(exclude={"source"})),
         "removed": sorted(old.keys() - new.keys()),
     }
 
 
-def review(store: CanonStore, draft: Draft, code_files: list[str] | None = None,
+def _unplaceable(drafts: tuple[Draft, ...]) -> list[str]:
+    """Drafts that have no place in canon, or whose place another draft of the change takes too."""
+    problems: list[str] = []
+    first: dict[str, str] = {}
+    for draft in drafts:
+        if not draft.target:
+            problems.append(f"{draft.name}:1: canon holds requirement documents (*.md) and conformance tests "
+                            "(test_*.py); this file is neither. Rename it or leave it out of the inbox.")
+        elif draft.target in first:
+            problems.append(f"{draft.name}:1: {first[draft.target]} in the same change lands at {draft.target} too; "
+                            "keep one of them")
+        else:
+            first[draft.target] = draft.name
+    return problems
+
+
+def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | None = None,
            semantic: Callable[[list[Document]], list[str]] | None = None) -> Review:
-    """Parse, validate and reconcile a draft against canon's current version. Writes nothing."""
-    if not draft.target:
-        return Review(draft, (f"{draft.name}:1: canon holds requirement documents (*.md) and conformance tests "
-                              "(test_*.py); this file is neither. Rename it or leave it out of the inbox.",))
+    """Parse, validate and reconcile a change against canon's current version, its drafts together, so
+    that a requirement and the conformance tests it names are judged as one. Writes nothing.
+
+    code_files: the code's files at its current commit, which the files a check names are looked up in
+    (with canon's); None when there is no code to look in.
+    """
+    change = tuple(sorted(drafts, key=lambda d: d.name))  # the order drafts arrive in changes nothing
+    problems = _unplaceable(change)
+    if problems:
+        return Review(change, tuple(problems))
     current_docs = store.load_documents()
     previous = {req.id: req for doc in current_docs for req in doc.requirements}
     test_sources = store.test_sources()
-    existing = store.read("HEAD", draft.target) if store.head() else None
-    try:
-        text = draft.content.decode("utf-8")
-    except UnicodeDecodeError:
-        text = ""
-    if existing is not None and existing == text:
-        return Review(draft)  # already this version: a re-delivered draft changes nothing
-    proposed = [doc for doc in current_docs if doc.path != draft.target]
-    replaced: dict[str, Document] = {}
-    if draft.target.startswith(f"{TESTS_DIR}/"):
-        problem = _python_problem(draft)
-        if problem:
-            return Review(draft, (problem,))
-        test_sources = {**test_sources, draft.target: text}
-    else:
-        try:
-            doc = parse_document(draft.content, draft.target)
-        except CanonSyntaxError as exc:
-            return Review(draft, (f"{draft.name}:{exc.line}: {exc.reason}",))
-        except CanonError as exc:
-            return Review(draft, (str(exc),))
-        proposed.append(doc)
-        replaced[draft.target] = doc
-    problems = reconcile(proposed, previous=previous, replaced=replaced, test_sources=test_sources,
-                         code_files=code_files or [])
-    if problems:
-        return Review(draft, tuple(_locate(p, draft) for p in problems))
-    flagged = semantic(proposed) if semantic is not None and not draft.target.startswith(f"{TESTS_DIR}/") else []
+    has_head = store.head() is not None
+    writes: dict[str, str | None] = {}
+    parsed: dict[str, Document] = {}
+    broken_tests: list[str] = []  # the change is still reconciled, so that every file hears of its problems
+    for draft in change:
+        if draft.target.startswith(f"{TESTS_DIR}/"):
+            problem = _python_problem(draft)
+            text = draft.content.decode("utf-8", errors="replace")
+            if draft.target.endswith(".py"):
+                test_sources[draft.target] = text
+            if problem:
+                broken_tests.append(problem)
+                continue
+        else:
+            try:
+                parsed[draft.target] = parse_document(draft.content, draft.target)
+            except CanonSyntaxError as exc:
+                problems.append(f"{draft.name}:{exc.line}: {exc.reason}")
+                continue
+            except CanonError as exc:
+                problems.append(str(exc))
+                continue
+            text = draft.content.decode("utf-8")
+        if (store.read("HEAD", draft.target) if has_head else None) != text:
+            writes[draft.target] = text
+    if problems:  # a document that does not parse: what it says is unknown, so the rest is not judged by it
+        return Review(change, tuple(problems + broken_tests))
+    if not writes and not broken_tests:
+        return Review(change)  # already this version: a re-delivered change changes nothing
+    proposed = [doc for doc in current_docs if doc.path not in parsed] + list(parsed.values())
+    canon_files = sorted(set(store.files()) | set(writes)) if code_files is not None else None
+    found = reconcile(proposed, previous=previous, replaced=parsed, test_sources=test_sources,
+                      code_files=code_files or [], canon_files=canon_files)
+    if found or broken_tests:
+        return Review(change, tuple(broken_tests + [_locate(str(problem), change) for problem in found]))
+    flagged = semantic(proposed) if semantic is not None and parsed else []
     if flagged:
-        return Review(draft, tuple(flagged))
+        return Review(change, tuple(_locate(problem, change) for problem in flagged))
     new = {req.id: req for doc in proposed for req in doc.requirements}
     changes = _diff_ids(previous, new)
-    if draft.target.startswith(f"{TESTS_DIR}/"):
-        changes["tests"] = [draft.target]
-    return Review(draft, writes={draft.target: text}, changes=changes)
+    tests = sorted(target for target in writes if target.startswith(f"{TESTS_DIR}/"))
+    if tests:
+        changes["tests"] = tests
+    return Review(change, writes=writes, changes=changes)
 
 
-def _locate(problem: Problem, draft: Draft) -> str:
+def _locate(problem: str, change: tuple[Draft, ...]) -> str:
     """Name the draft's own file where the problem is in it, so a person knows which file to open."""
-    text = str(problem)
-    if problem.where.startswith(draft.target + ":") and draft.name != draft.target:
-        text = text.replace(draft.target + ":", draft.name + ":", 1)
-    return text
+    for draft in change:
+        if problem.startswith(draft.target + ":") and draft.name != draft.target:
+            return draft.name + problem[len(draft.target):]
+    return problem

@@ -25,7 +25,7 @@ title: {area}
 
 ## {area_id}-1: one sentence that can be checked
 priority: 3
-paths: src/{area}/**
+paths: src/{area}/**, tests/test_{area}.py
 checks:
   - python -m pytest -q tests/test_{area}.py
 

@@ -1,4 +1,5 @@
-"""spec-loop run: the inbox, watched with watchdog and debounced, taken whenever drafts land."""
+"""spec-loop run: the inbox, watched with watchdog and debounced, taken whenever drafts land. A burst of
+drops (events until spec.debounce_seconds of quiet) is one intake, and so one change."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -23,7 +24,11 @@ def serve_inbox(service: SpecService, *, echo: Callable[[str], None], stopper: S
     def step() -> bool:
         if not pending_drafts(inbox):
             return False
-        for decision in take_inbox(service):
+        decision = take_inbox(service)
+        for notice in service.notices:
+            echo(notice)
+        service.notices.clear()
+        if decision is not None:
             echo(decision.describe())
         return False  # wait for the next event rather than spinning on a draft we cannot move
 

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from canon.model import Document
 from canon.store import CanonStore
 from shared.atomic import file_lock
-from shared.git import GitRepo, is_repo
+from shared.git import is_repo
 from shared.journal import Journal
 from shared.workspace import Workspace
 from spec_loop.draft import Draft, Review, review
@@ -16,15 +16,28 @@ from spec_loop.draft import Draft, Review, review
 
 @dataclass(frozen=True)
 class Decision:
-    draft: str
+    """What became of one change: its drafts landed as one version, or none of them did."""
+
+    drafts: tuple[str, ...]
     accepted: bool
     version: int
     problems: tuple[str, ...] = ()
     changes: dict[str, list[str]] | None = None
 
+    @property
+    def draft(self) -> str:
+        return ", ".join(self.drafts)
+
+    def problems_of(self, name: str) -> tuple[list[str], list[str]]:
+        """(the problems in the draft called name, the problems elsewhere in its change)."""
+        own = [problem for problem in self.problems if problem.startswith(name + ":")]
+        return own, [problem for problem in self.problems if problem not in own]
+
     def describe(self) -> str:
         if not self.accepted:
-            return f"refused {self.draft}:\n" + "\n".join(f"  {p}" for p in self.problems)
+            together = (f" (one change: none of it landed, canon stays at v{self.version}; fix the files named and "
+                        "give all of them again, together)") if len(self.drafts) > 1 else ""
+            return f"refused {self.draft}{together}:\n" + "\n".join(f"  {p}" for p in self.problems)
         if not self.changes or not any(self.changes.values()):
             return f"accepted {self.draft}: canon is already v{self.version}, nothing changed"
         names = {"tests": "conformance tests"}
@@ -60,11 +73,13 @@ class SpecService:
             self.journal.append("recovered", {"reason": "canon work tree differed from its last version",
                                               "files": dirty, "version": self.store.version()})
 
-    def code_files(self) -> list[str]:
+    def code_files(self) -> list[str] | None:
+        """The code's files at its current commit, or None when there is no code to look in. Names only:
+        the code is written by an untrusted agent, so nothing of it is read, checked out or run."""
         if not (is_repo(self.ws.code, self.ws.code_git) or is_repo(self.ws.code)):
-            return []
+            return None
         repo = self.ws.code_repo()
-        return repo.files_at("HEAD") if repo.head() else []
+        return repo.files_at("HEAD") if repo.head() else None
 
     def _semantic(self, documents: list[Document]) -> list[str]:
         from spec_loop.reconcile_agent import ask
@@ -75,23 +90,28 @@ class SpecService:
             self.notices.append(f"note: {ignored}; its answer was ignored and the deterministic checks stand")
         return problems
 
-    def review(self, draft: Draft) -> Review:
+    def review(self, drafts: Sequence[Draft]) -> Review:
         semantic = self._semantic if self.reconcile_command else None
-        return review(self.store, draft, self.code_files(), semantic)
+        return review(self.store, drafts, self.code_files(), semantic)
 
     def decide(self, draft: Draft, *, source: str) -> Decision:
-        """Review and, if it holds, commit. Call inside locked()."""
-        verdict = self.review(draft)
+        """One draft as a change of its own. Call inside locked()."""
+        return self.decide_change([draft], source=source)
+
+    def decide_change(self, drafts: Sequence[Draft], *, source: str) -> Decision:
+        """Review the drafts together and, if they hold, commit them as one version. Call inside locked()."""
+        verdict = self.review(drafts)
+        names = tuple(draft.name for draft in verdict.drafts)
         if not verdict.accepted:
-            decision = Decision(draft.name, False, self.store.version(), verdict.problems)
-            self.journal.append("draft.refused", {"draft": draft.name, "source": source, "problems": list(verdict.problems),
-                                                  "version": decision.version})
+            decision = Decision(names, False, self.store.version(), verdict.problems)
+            self.journal.append("draft.refused", {"draft": decision.draft, "drafts": list(names), "source": source,
+                                                  "problems": list(verdict.problems), "version": decision.version})
             return decision
         if verdict.unchanged:
             version = self.store.version()
         else:
-            summary = f"{source} {draft.name}"
-            version = self.store.commit(verdict.writes, summary, verdict.changes)
-        self.journal.append("draft.accepted", {"draft": draft.name, "source": source, "version": version,
-                                               "changes": verdict.changes, "commit": self.store.head()})
-        return Decision(draft.name, True, version, changes=verdict.changes)
+            version = self.store.commit(verdict.writes, f"{source} {', '.join(names)}", verdict.changes)
+        self.journal.append("draft.accepted", {"draft": ", ".join(names), "drafts": list(names), "source": source,
+                                               "version": version, "changes": verdict.changes,
+                                               "commit": self.store.head()})
+        return Decision(names, True, version, changes=verdict.changes)

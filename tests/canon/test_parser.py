@@ -45,6 +45,13 @@ def test_a_good_document_parses() -> None:
     assert second.priority == 3 and second.tests == ("tests/test_lines.py::test_price",)
 
 
+def test_each_check_knows_its_line() -> None:
+    first = parse_document(GOOD, "requirements/billing.md").requirements[0]
+    assert [first.source.of_check(i) for i in range(2)] == ["requirements/billing.md:12", "requirements/billing.md:13"]
+    inline = parse_document("## A-1: t\npriority: 1\nchecks: true\n\ntext\n", "r.md").requirements[0]
+    assert inline.source.of_check(0) == "r.md:3"
+
+
 def test_render_round_trips() -> None:
     doc = parse_document(GOOD, "r.md")
     text = "\n".join(render_requirement(r) for r in doc.requirements)

@@ -7,14 +7,16 @@ import sys
 from pathlib import Path
 
 from canon.store import CanonStore
+from shared.errors import JournalError
 from shared.journal import Journal
 from tests.helpers.waiting import wait_until
 from tests.helpers.workspaces import example
 
-DOC = "## EX-1: reverse\npaths: textkit/reverse.py\n\nReverses text.\n"
+DOC = "## EX-1: reverse\npaths: textkit/reverse.py\ntests: tests/test_reverse.py\n\nReverses text.\n"
+TEST = "from textkit.reverse import reverse\n\n\ndef test_reverse():\n    assert reverse('ab') == 'ba'\n"
 
 
-def test_run_takes_drafts_as_they_land_and_a_burst_is_one_intake(tmp_path: Path) -> None:
+def test_run_takes_drafts_as_they_land_and_a_burst_is_one_change(tmp_path: Path) -> None:
     ws = example(tmp_path)
     log = tmp_path / "spec.log"
     with log.open("w") as out:
@@ -23,13 +25,16 @@ def test_run_takes_drafts_as_they_land_and_a_burst_is_one_intake(tmp_path: Path)
     try:
         assert wait_until(lambda: "loop.started" in _kinds(ws), [ws.role_dir("spec")])
         draft = ws.inbox / "extras.md"
-        for end in range(1, len(DOC) + 1, 7):  # an editor saving in pieces: one burst
+        for end in range(1, len(DOC) + 1, 7):  # an editor saving in pieces, and the test it names: one burst
             draft.write_text(DOC[:end] if end < len(DOC) else DOC)
+        (ws.inbox / "test_reverse.py").write_text(TEST)
         draft.write_text(DOC)
         accepted = ws.inbox / "accepted"
-        assert wait_until(lambda: any(accepted.iterdir()), [accepted]), log.read_text()
+        assert wait_until(lambda: len(list(accepted.iterdir())) == 2, [accepted]), log.read_text()
         assert CanonStore(ws.canon).version() == 2
-        assert [p.name for p in accepted.iterdir()] == ["v2-extras.md"]
+        assert sorted(p.name for p in accepted.iterdir()) == ["v2-extras.md", "v2-test_reverse.py"]
+        said = "accepted extras.md, test_reverse.py as canon v2 (added EX-1; conformance tests tests/test_reverse.py)"
+        assert wait_until(lambda: said in log.read_text(), [tmp_path]), log.read_text()
         (ws.inbox / "bad.md").write_text("## nope\n")
         rejected = ws.inbox / "rejected"
         assert wait_until(lambda: (rejected / "bad.md.error").exists(), [rejected])
@@ -43,5 +48,8 @@ def test_run_takes_drafts_as_they_land_and_a_burst_is_one_intake(tmp_path: Path)
 def _kinds(ws) -> list[str]:  # type: ignore[no-untyped-def]
     if not ws.journal_path("spec").exists():
         return []
-    with Journal(ws.journal_path("spec"), readonly=True) as journal:
-        return [row.kind for row in journal.rows()]
+    try:
+        with Journal(ws.journal_path("spec"), readonly=True) as journal:
+            return [row.kind for row in journal.rows()]
+    except JournalError:
+        return []  # spec-loop is creating it right now: no rows yet
