@@ -39,7 +39,7 @@ from build_loop.turn import Options, Outcome, Turn
 from canon.model import Canon
 from canon.store import CanonStore
 from shared.atomic import file_lock, write_json, write_text
-from shared.contracts import trailers
+from shared.contracts import current_turn, trailers
 from shared.contracts.blocks import BLOCKED
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import Entry, GitRepo
@@ -215,6 +215,8 @@ class Governor:
         self.journal.append("iteration.started", {**turn.base, "checkpoint": turn.checkpoint,
                                                   "refs": guards.refs_json(turn.refs), "agent": turn.invocation.label,
                                                   "rung": turn.rung, "failing_before": turn.before.failing})
+        current_turn.started(self.dir, n=turn.n, item=turn.item.id, agent=turn.invocation.label,
+                             turn_timeout=self.options.turn_timeout or self.ws.config.build.turn_timeout)
 
     def _decide(self, turn: Turn) -> Outcome:
         self._run_agent(turn)
@@ -389,6 +391,7 @@ class Governor:
             reason = f"{reason} (the gateway stopped the turn: {turn.facts['budget_stop']})"
         record = {**turn.base, **turn.facts, "decision": decision, "reason": reason, **extra}
         self.journal.append("iteration.ended", record)
+        current_turn.ended(self.dir)
         write_json(turn.folder / "result.json", record)
         return Outcome(decision, f"iteration {turn.n} ({turn.item.id}): {decision}: {reason}", turn.n, turn.item.id,
                        extra.get("commit"), turn.facts.get("cost_usd"), extra.get("resets_at"), record)

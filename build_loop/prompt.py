@@ -36,6 +36,13 @@ def _build(root: Path) -> jinja2.Environment:
 
 
 def render(ws: Workspace, **values: Any) -> str:
+    """The prompt. Of canon_slice (the item's requirements and what they depend on), the template gets the item's own
+    as task_requirements and the rest as done_dependencies: build picks an item only when no open item holds one of
+    its dependencies, so those are done, and the prompt shows them as context, never as a task of their own."""
+    item, canon_slice = values.get("item"), values.get("canon_slice")
+    if item is not None and canon_slice is not None:
+        values.setdefault("task_requirements", [req for req in canon_slice if req.id in item.requirements])
+        values.setdefault("done_dependencies", [req for req in canon_slice if req.id not in item.requirements])
     try:
         return environment(ws).get_template(TEMPLATE_NAME).render(**values)
     except jinja2.TemplateError as exc:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from build_loop import guards
 from build_loop.turn import Outcome
+from shared.contracts import current_turn
 from shared.git import GitRepo
 from shared.journal import Journal
 
 
 def recover(journal: Journal, code: GitRepo) -> Outcome | None:
+    # no turn runs while recovery does (the iteration lock): a turn record left beside the journal is a crash's
+    current_turn.ended(journal.path.parent)
     started = journal.last("iteration.started")
     if started is None:
         return None

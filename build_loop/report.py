@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from build_loop.gateway.store import BodyStore
+from shared.contracts.fix_plan import pass_numbers
 from shared.errors import BanachError
 from shared.journal import Journal
 from shared.workspace import Workspace
@@ -30,6 +31,16 @@ def iteration_text(ws: Workspace, n: int, what: str) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
+def _plan_pass(ws: Workspace, pass_seq: object) -> str:
+    """The pass number plan-loop printed for the fix_plan a turn acted on (build records the pass's journal row)."""
+    journal = Journal.reader(ws.journal_path("plan"))
+    number = None
+    if journal is not None and isinstance(pass_seq, int):
+        with journal:
+            number = pass_numbers(journal).get(pass_seq)
+    return f"plan pass {number}" if number is not None else f"plan pass ? (plan journal row {pass_seq})"
+
+
 def summary(ws: Workspace, n: int) -> str:
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
@@ -42,7 +53,7 @@ def summary(ws: Workspace, n: int) -> str:
     for row in rows:
         data = row.data
         if row.kind == "iteration.started":
-            lines.append(f"iteration {n}: item {data['item']} (plan pass {data.get('plan_pass')}, "
+            lines.append(f"iteration {n}: item {data['item']} ({_plan_pass(ws, data.get('plan_pass'))}, "
                          f"canon v{data.get('canon_version')})")
             lines.append(f"  checkpoint {data['checkpoint'][:12]}, agent: {data.get('agent')}")
             if data.get("failing_before"):

@@ -1,5 +1,5 @@
 """build-loop run: iterate while there is work, wait for a new fix_plan when there is none, respect budgets
-and usage limits, and stop cleanly (journaled) on SIGTERM."""
+and usage limits, and stop cleanly (journaled) on SIGTERM. While it waits it says what for once, not at every poll."""
 from __future__ import annotations
 
 import time
@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from build_loop.governor import Governor, Outcome
 from shared.daemon import Stopper
+from shared.journal import Journal
 from shared.watch import Watcher
 
 MAX_LIMIT_WAIT = 6 * 3600.0
@@ -23,6 +24,34 @@ def _budget_hit(governor: Governor, turns: int, started: float, cost: float) -> 
     return governor.run_budget_spent()
 
 
+def _before_first_plan(governor: Governor) -> str:
+    """What build waits for before plan has written any fix_plan: plan's pass, said so a person knows why."""
+    version = governor.canon_store.version()
+    if version == 0:
+        return ("build-loop: no fix_plan yet: canon has no requirements, so there is nothing to measure; add some with "
+                "'spec-loop edit' or 'spec-loop add', and plan-loop measures them")
+    journal = Journal.reader(governor.ws.journal_path("plan"))
+    running = first = False
+    if journal is not None:
+        with journal:
+            started, ended = journal.last("pass.started"), journal.last("pass.ended")
+            running = started is not None and (ended is None or ended.seq < started.seq)
+            first = journal.count("pass") == 0
+    which = "plan-loop's first pass" if first or journal is None else "plan-loop's pass"
+    what = (f"every check and conformance test of canon v{version} against a fresh, read-only copy of the code, "
+            "asks the plan agent if one is set, and writes fix_plan; build starts on the most important open item then")
+    if running:
+        return f"build-loop: {which} is running: it runs {what}"
+    return (f"build-loop: no fix_plan yet: waiting for {which}, which runs {what}. 'banach up' starts plan-loop; "
+            "'plan-loop once' runs one pass without it")
+
+
+def _waiting(governor: Governor, outcome: Outcome) -> str:
+    if outcome.decision == "idle" and not governor.ws.fix_plan_json.exists():
+        return _before_first_plan(governor)
+    return outcome.message
+
+
 def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Stopper) -> str:
     """Returns why the run ended."""
     ws = governor.ws
@@ -30,6 +59,7 @@ def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Sto
     turns, cost, started, limit_waits = 0, 0.0, time.monotonic(), 0
     governor.journal.append("loop.started", {})
     reason = "stopped"
+    said = ""  # what build last said it waits for: said again only when it changes, or after a turn
     watcher.start()
     try:
         while not stopper.stopping:
@@ -40,7 +70,14 @@ def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Sto
                 reason = budget
                 break
             outcome: Outcome = governor.iterate()
-            echo(outcome.message)
+            if outcome.decision in ("idle", "paused"):
+                waiting = _waiting(governor, outcome)
+                if waiting != said:
+                    echo(waiting)
+                said = waiting
+            else:
+                echo(outcome.message)
+                said = ""
             if outcome.decision == "budget_exhausted":
                 governor.journal.append("run.budget_exhausted", {"budget": outcome.message, "turns": turns, "cost_usd": cost})
                 reason = outcome.message

@@ -7,12 +7,13 @@ its scratch folder.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shlex
 from collections import defaultdict
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -22,6 +23,7 @@ from plan_loop.items import item_id
 from plan_loop.snapshot import Snapshot
 from shared.contracts.fix_plan import Evidence, Item
 from shared.isolation import sandbox_argv
+from shared.journal import canonical
 from shared.process import Request, run
 from shared.workspace import Workspace
 
@@ -50,9 +52,6 @@ Area: {area}
 {requirements}
 """
 
-AgentFn = Callable[[Canon, Snapshot, list[str]], tuple[list[Item], list[str], list[str]]]
-
-
 def parse_answer(text: str, asked: set[str]) -> Answer:
     """Strictly: the whole output (or its last fenced json block) must validate; raises ValueError with the reason."""
     candidate = text.strip()
@@ -74,16 +73,30 @@ def parse_answer(text: str, asked: set[str]) -> Answer:
     return answer
 
 
-def make_agent(ws: Workspace, agent_command: str) -> AgentFn | None:
-    command = agent_command
-    if not command and ws.config.plan.agent:
-        preset = ws.config.agents[ws.config.plan.agent]
-        command = preset.command
-    if not command:
-        return None
-    argv = tuple(shlex.split(command))
+FIRST_LINE_CHARS = 200
 
-    def judge(canon: Canon, snap: Snapshot, unmeasured: list[str]) -> tuple[list[Item], list[str], list[str]]:
+
+def _first_line(stdout: str, stderr: str) -> str:
+    """What a person needs to recognise the answer: its first non-blank line (or stderr's, when it said nothing)."""
+    for text, where in ((stdout, ""), (stderr, "on stderr: ")):
+        line = next((row.strip() for row in text.splitlines() if row.strip()), "")
+        if line:
+            return where + (line if len(line) <= FIRST_LINE_CHARS else line[:FIRST_LINE_CHARS] + "...")
+    return "(it printed nothing)"
+
+
+@dataclass(frozen=True, eq=False)
+class PlanAgent:
+    """The plan agent of this run: how to ask it, what people call it, and its identity, which keys plan's passes so
+    that a new agent (another command, preset or setting) is asked even when canon and code are unchanged."""
+
+    ws: Workspace
+    argv: tuple[str, ...]
+    label: str
+    identity: str
+
+    def __call__(self, canon: Canon, snap: Snapshot, unmeasured: list[str]) -> tuple[list[Item], list[str], list[str]]:
+        """Items for the requirements it found not to hold, rejections (one line each), and the requirements judged."""
         by_area: dict[str, list[str]] = defaultdict(list)
         for rid in unmeasured:
             by_area[canon.requirements[rid].area].append(rid)
@@ -95,14 +108,15 @@ def make_agent(ws: Workspace, agent_command: str) -> AgentFn | None:
             prompt = PROMPT.format(schema=json.dumps(PLAN_AGENT_SCHEMA), area=area, requirements=text)
             env = {"PATH": os.environ.get("PATH", ""), "HOME": str(snap.scratch), "TMPDIR": str(snap.scratch),
                    "BANACH_PLAN_AREA": area}
-            outcome = run(Request(sandbox_argv(ws, argv, [snap.scratch]), cwd=snap.code, env=env, stdin=prompt,
-                                  timeout=ws.config.plan.agent_timeout))
+            outcome = run(Request(sandbox_argv(self.ws, self.argv, [snap.scratch]), cwd=snap.code, env=env,
+                                  stdin=prompt, timeout=self.ws.config.plan.agent_timeout))
             try:
                 if not outcome.ok:
                     raise ValueError(f"exited {outcome.returncode}{' (timed out)' if outcome.timed_out else ''}")
                 answer = parse_answer(outcome.stdout, set(rids))
             except ValueError as exc:
-                rejections.append(f"plan agent answer for area '{area}' rejected: {exc}")
+                rejections.append(f"{', '.join(rids)} (area '{area}'): {exc}; the answer began: "
+                                  f"{_first_line(outcome.stdout, outcome.stderr)}")
                 continue
             for verdict in answer.verdicts:
                 judged.append(verdict.requirement)
@@ -116,4 +130,16 @@ def make_agent(ws: Workspace, agent_command: str) -> AgentFn | None:
                 ))
         return items, rejections, judged
 
-    return judge
+
+def make_agent(ws: Workspace, agent_command: str) -> PlanAgent | None:
+    """--agent-command, else the preset named by plan.agent, else None (requirements without checks stay unmeasured)."""
+    name = "" if agent_command else ws.config.plan.agent
+    preset = ws.config.agents[name] if name else None
+    command = agent_command or (preset.command if preset is not None else "")
+    if not command:
+        return None
+    label = f"--agent-command {command!r}" if agent_command else f"plan agent '{name}' ({command!r})"
+    who = {"command": command, "preset": name, "settings": preset.model_dump(mode="json") if preset else None,
+           "timeout": ws.config.plan.agent_timeout}
+    identity = hashlib.sha256(canonical(who).encode()).hexdigest()[:16]
+    return PlanAgent(ws, tuple(shlex.split(command)), label, identity)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from plan_loop.agent_oracle import PlanAgent, make_agent
 from plan_loop.passes import PlanService
 from plan_loop.run import serve_plan
 from shared.boundary import run_cli, workspace_option
@@ -19,9 +20,7 @@ def _service(workspace: Path) -> PlanService:
     return PlanService(ws)
 
 
-def _agent(service: PlanService, agent_command: str) -> object:
-    from plan_loop.agent_oracle import make_agent
-
+def _agent(service: PlanService, agent_command: str) -> PlanAgent | None:
     return make_agent(service.ws, agent_command)
 
 
@@ -48,7 +47,7 @@ def once(workspace: Path, agent_command: str) -> None:
     """
     service = _service(workspace)
     try:
-        for report in service.measure(agent=_agent(service, agent_command)):  # type: ignore[arg-type]
+        for report in service.measure(agent=_agent(service, agent_command)):
             click.echo(report.describe())
     finally:
         service.close()
@@ -65,7 +64,7 @@ def certify(ctx: click.Context, workspace: Path, agent_command: str) -> None:
     """
     service = _service(workspace)
     try:
-        report = service.run_pass(fresh=True, agent=_agent(service, agent_command))  # type: ignore[arg-type]
+        report = service.run_pass(fresh=True, agent=_agent(service, agent_command))
     finally:
         service.close()
     click.echo(report.describe())
@@ -83,7 +82,7 @@ def run(workspace: Path, agent_command: str) -> None:
     stopper = Stopper().install()
     service = _service(workspace)
     try:
-        serve_plan(service, echo=click.echo, stopper=stopper, agent=_agent(service, agent_command))  # type: ignore[arg-type]
+        serve_plan(service, echo=click.echo, stopper=stopper, agent=_agent(service, agent_command))
     finally:
         service.close()
 

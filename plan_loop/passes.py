@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from canon.model import Canon
 from canon.store import CanonStore
 from plan_loop import snapshot
-from plan_loop.agent_oracle import AgentFn
+from plan_loop.agent_oracle import PlanAgent
 from plan_loop.items import items_from_results
 from plan_loop.oracle import EXCERPT_LINES, Check, Result, build_checks, check_limits, fingerprint, run_checks
 from plan_loop.snapshot import Limits, Snapshot
 from plan_loop.store import PlanStore
 from shared.atomic import file_lock
-from shared.contracts import fix_plan as fix_plan_file
 from shared.conformance import VOID_PREFIX
+from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.errors import ExportError, GitError, WorkspaceError
@@ -31,7 +31,7 @@ from shared.workspace import Workspace
 @dataclass(frozen=True)
 class PassReport:
     seq: int  # the journal row that started the pass: the id fix_plan, certificates and build refer to
-    number: int  # 1 for the workspace's first pass, 2 for the next: what a person counts
+    number: int  # 1 for the workspace's first pass, 2 for the next: what a person counts (fix_plan's pass_number)
     canon_version: int
     code_commit: str
     residual: int
@@ -44,15 +44,21 @@ class PassReport:
     believed_done_still_open: tuple[str, ...]
     export_error: str = ""  # why (V, C) could not be copied; every measured requirement is then open
     void: tuple[str, ...] = ()  # requirements whose conformance run forged its results (the canary passed)
+    agent_rejections: tuple[str, ...] = ()  # plan-agent answers rejected, one line each
+    plan_agent: str = ""  # who was asked, or ""
 
-    def describe(self) -> str:
+    def describe(self, reason: str = "") -> str:
+        """The pass in one line (with why it ran, when given), then one line per rejected plan-agent answer."""
         verdict = "CERTIFIED: a fresh pass found nothing" if self.certified else f"residual {self.residual}"
         return (f"plan pass {self.number}: canon v{self.canon_version} x code {self.code_commit[:12]}: {verdict} "
                 f"({self.checks_run} checks run, {self.checks_memoized} memoized"
                 + (f"; {len(self.unmeasured)} requirement(s) unmeasured" if self.unmeasured else "") + ")"
                 + (f"; the export failed: {self.export_error.splitlines()[0]}" if self.export_error else "")
                 + (f"; MEASUREMENT VOID for {', '.join(self.void)}: the code under test interfered with the test "
-                   "runner (its canary test passed)" if self.void else ""))
+                   "runner (its canary test passed)" if self.void else "")
+                + (f" [{reason}]" if reason else "")
+                + "".join(f"\n  PLAN AGENT ANSWER REJECTED ({self.plan_agent}): {rejection}"
+                          for rejection in self.agent_rejections))
 
 
 def unexported_results(canon: Canon, code_commit: str, error: str, timeout: float) -> list[Result]:
@@ -101,11 +107,11 @@ class PlanService:
         closed_unclaimed = sorted(set(previous.data.get("items", [])) - open_items - claimed)
         return still_open, closed_unclaimed
 
-    def run_pass(self, *, fresh: bool = False, agent: AgentFn | None = None) -> PassReport:
+    def run_pass(self, *, fresh: bool = False, agent: PlanAgent | None = None) -> PassReport:
         with file_lock(self.ws.role_dir("plan") / "pass.lock", what="a plan pass"):
             return self._run_pass(fresh=fresh, agent=agent)
 
-    def _run_pass(self, *, fresh: bool, agent: AgentFn | None) -> PassReport:
+    def _run_pass(self, *, fresh: bool, agent: PlanAgent | None) -> PassReport:
         code_commit = self.code.head()
         if code_commit is None:
             raise WorkspaceError(f"{self.ws.code} has no commits; the code repository needs an initial commit")
@@ -148,25 +154,28 @@ class PlanService:
             still_open, closed_unclaimed = self._bias(code_commit, open_ids)
             memoized = sum(1 for r in results if r.memoized)
             seq = out["started_seq"]
+            number = self.journal.count("pass") + 1  # this pass's row is appended below
             plan = FixPlan(
                 canon_version=canon.version, canon_commit=canon.commit, code_commit=code_commit,
-                created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), pass_seq=seq,
+                created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), pass_seq=seq, pass_number=number,
                 residual=len(items), items=tuple(items), unmeasured=tuple(unmeasured),
-                agent_rejections=tuple(rejections),
+                agent_rejections=tuple(rejections), plan_agent=agent.label if agent else "",
             )
             fix_plan_file.write(plan, self.ws.fix_plan_json, self.ws.fix_plan_md)
             certified = len(items) == 0 and fresh and not export_error
             void = tuple(sorted({r.check.requirement for r in results if r.excerpt.startswith(VOID_PREFIX)}))
-            report = PassReport(seq, self.journal.count("pass") + 1, canon.version, code_commit, len(items),
+            report = PassReport(seq, number, canon.version, code_commit, len(items),
                                 tuple(sorted(open_ids)), len(results) - memoized, memoized, certified, fresh,
-                                tuple(unmeasured), tuple(still_open), export_error, void)
+                                tuple(unmeasured), tuple(still_open), export_error, void, tuple(rejections),
+                                plan.plan_agent)
             self.journal.append("pass", {
-                "started_seq": seq, "canon_version": canon.version, "canon_commit": canon.commit,
+                "started_seq": seq, "number": number, "canon_version": canon.version, "canon_commit": canon.commit,
                 "code_commit": code_commit, "residual": len(items), "items": sorted(open_ids),
                 "requirements_by_item": {i.id: list(i.requirements) for i in items},
                 "checks_run": report.checks_run, "checks_memoized": memoized, "fresh": fresh,
                 "unmeasured": unmeasured, "believed_done_still_open": still_open,
                 "closed_without_claim": closed_unclaimed, "agent_rejections": rejections, "void": list(void),
+                "plan_agent": {"label": agent.label, "identity": agent.identity} if agent else None,
                 "export": ({"error": export_error} if snap is None else
                            {"code": snap.code_report.as_record() if snap.code_report else None,
                             "canon": snap.canon_report.as_record() if snap.canon_report else None}),
@@ -183,7 +192,7 @@ class PlanService:
         except GitError:
             return set()
 
-    def measure(self, *, agent: AgentFn | None = None) -> list[PassReport]:
+    def measure(self, *, agent: PlanAgent | None = None) -> list[PassReport]:
         """A pass; when it finds nothing on memoized results, a fresh pass to certify it."""
         reports = [self.run_pass(agent=agent)]
         if reports[0].residual == 0 and not reports[0].certified:

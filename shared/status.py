@@ -5,10 +5,10 @@ from typing import Any
 
 from canon.store import CanonStore
 from shared import supervisor
+from shared.contracts import current_turn
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.errors import BanachError
-from shared.git import GitRepo
 from shared.journal import Journal
 from shared.sandbox import landlock_abi
 from shared.series import diagnose_segment, read_history
@@ -16,8 +16,8 @@ from shared.workspace import LOOP_ROLES, ROLES, Workspace
 
 
 def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
-    counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0, "ladder_climbs": 0,
-              "blocked": 0, "scope_fighting": 0, "last_agent": "", "agent_failed": 0, "last_failure": None,
+    counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0,
+              "ladder_climbs": 0, "blocked": 0, "scope_fighting": 0, "last_agent": "", "agent_failed": 0, "last_failure": None,
               "rate_limited": 0, "model": {"calls": 0, "tokens": 0, "cost_usd": 0.0, "priced": True}}
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
@@ -59,6 +59,16 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     return counts
 
 
+def _pass_number(ws: Workspace, plan: fix_plan_file.FixPlan) -> int | None:
+    if plan.pass_number is not None:
+        return plan.pass_number
+    journal = Journal.reader(ws.journal_path("plan"))  # a fix_plan written before it carried its number
+    if journal is None:
+        return None
+    with journal:
+        return fix_plan_file.pass_number(plan, journal)
+
+
 def status(ws: Workspace) -> dict[str, Any]:
     canon_version = CanonStore(ws.canon).version()
     code = ws.code_repo()
@@ -76,6 +86,7 @@ def status(ws: Workspace) -> dict[str, Any]:
     fresh_plan = plan is not None and plan.canon_version == canon_version and plan.code_commit == head
     backend = ws.config.isolation.backend
     processes = {p.role: {"state": p.state, "pid": p.pid} for p in supervisor.states(ws)}
+    now = current_turn.read(ws.role_dir("build"))
     return {
         "workspace": str(ws.root),
         "canon_version": canon_version,
@@ -88,14 +99,17 @@ def status(ws: Workspace) -> dict[str, Any]:
         "monitor": diagnosis.as_json(),
         "unmeasured": list(plan.unmeasured) if plan else [],
         "fix_plan": None if plan is None else {
-            "pass": plan.pass_seq, "created": plan.created, "canon_version": plan.canon_version,
+            "pass": _pass_number(ws, plan), "pass_seq": plan.pass_seq, "created": plan.created,
+            "canon_version": plan.canon_version,
             "code_commit": plan.code_commit, "build_commits_since": code.count_commits(plan.code_commit, head or "HEAD")
             if head and code.is_ancestor(plan.code_commit, head) else None,
             "current": fresh_plan, "items": [item.id for item in plan.items],
+            "plan_agent": plan.plan_agent, "agent_rejections": list(plan.agent_rejections),
         },
         "fix_plan_error": plan_error,
         "plan_passes": len(history.passes),
         "build": build_counts(ws, canon_version),
+        "now": now.as_json() if now is not None else None,  # the agent turn running now, or a stale record of one
         "agent": _agent_label(ws),
         "isolation": {
             "backend": backend,
@@ -133,19 +147,32 @@ def _agent_label(ws: Workspace) -> str:
     return "SIMULATED (a scripted stand-in for an LLM)" if preset.preset == "sim" else f"{name} ({preset.preset})"
 
 
+def _describe_now(now: dict[str, Any]) -> str:
+    what = f"iteration {now['iteration']}: {now['item']}, {now['agent']}"
+    if now["stale"]:
+        return f"STALE {what}, started {now['seconds']} s ago: {now['stale']}; the next build-loop start rolls it back"
+    return f"{what}, running {now['seconds']} s"
+
+
 def render(info: dict[str, Any]) -> str:
     lines = [
         f"workspace   {info['workspace']}",
         f"canon       v{info['canon_version']}",
         f"code        {(info['code_commit'] or '(no commits)')[:12]}",
         f"residual    {info['residual'] if info['residual'] is not None else '(not measured yet)'}"
+        + (f" (plan pass {info['fix_plan']['pass']})" if info["fix_plan"] and info["fix_plan"]["pass"] is not None else "")
         + ("" if not info["fix_plan"] or info["fix_plan"]["current"] else "  (fix_plan is older than the code or canon)"),
         f"certified   {'yes' if info['certified'] else 'no'}",
         f"monitor     {info['diagnosis']}" + (f", q = {info['q']:.2f}" if info["q"] is not None else ""),
         f"agent       {info['agent']} (configured)",
     ]
+    if info["now"]:
+        lines.append(f"now         {_describe_now(info['now'])}")
     if info["build"]["last_agent"]:
         lines.append(f"last turn   {info['build']['last_agent']}")  # a ladder rung or --agent-command may differ
+    plan = info["fix_plan"]
+    for rejection in (plan or {}).get("agent_rejections", []):
+        lines.append(f"PLAN AGENT  answer rejected ({plan['plan_agent']}): {rejection}")
     if info["unmeasured"]:
         lines.append(f"unmeasured  {', '.join(info['unmeasured'])} (no check: the metric is blind there)")
     b = info["build"]
@@ -170,10 +197,12 @@ def render(info: dict[str, Any]) -> str:
     if b["paused"]:
         lines.append(f"PAUSED      {b['paused']}")
     iso = info["isolation"]
-    lines.append(f"isolation   {iso['backend']}" + (f" (Landlock ABI {iso['landlock_abi']})" if iso["backend"] == "landlock" else "")
+    lines.append(f"isolation   {iso['backend']}"
+                 + (f" (Landlock ABI {iso['landlock_abi']})" if iso["backend"] == "landlock" else "")
                  + (f"  WARNING: {iso['warning']}" if iso["warning"] else ""))
     if info["processes"]:
-        lines.append("processes   " + ", ".join(f"{role} {p['state'].lower()} (pid {p['pid']})" for role, p in info["processes"].items()))
+        lines.append("processes   " + ", ".join(f"{role} {p['state'].lower()} (pid {p['pid']})"
+                                                for role, p in info["processes"].items()))
     else:
         lines.append("processes   supervisor not running (start with 'banach up')")
     if info["fix_plan_error"]:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.atomic import write_json, write_text
 from shared.errors import WorkspaceError
+from shared.journal import Journal
 
 SCHEMA_VERSION = 1
 
@@ -43,21 +44,40 @@ class FixPlan(Frozen):
     canon_commit: str
     code_commit: str
     created: str
-    pass_seq: int = Field(description="the plan journal row of the pass that wrote it")
+    pass_seq: int = Field(description="the plan journal row that started the pass that wrote it: the id build and "
+                                      "certificates refer to, not a count")
+    pass_number: int | None = Field(None, description="which plan pass wrote it, counted from 1 as plan-loop prints "
+                                                      "it; None in files written before it was recorded")
     residual: int
     items: tuple[Item, ...]
     unmeasured: tuple[str, ...] = Field((), description="requirements no check or plan agent measures")
-    agent_rejections: tuple[str, ...] = ()
+    agent_rejections: tuple[str, ...] = Field((), description="plan-agent answers this pass rejected, and why")
+    plan_agent: str = Field("", description="the plan agent this pass asked (its command or preset), or ''")
 
     def open_item(self, item_id: str) -> Item | None:
         return next((item for item in self.items if item.id == item_id), None)
+
+
+def pass_numbers(plan_journal: Journal) -> dict[int, int]:
+    """Each plan pass's number (1 for the first), by the journal row that started it (`pass_seq`): how fix_plans
+    written before `pass_number` existed, and build's records of which fix_plan a turn acted on, are numbered."""
+    starts = (row.data.get("started_seq") for row in plan_journal.rows("pass"))
+    return {int(seq): number for number, seq in enumerate(starts, 1) if seq is not None}
+
+
+def pass_number(plan: FixPlan, plan_journal: Journal | None) -> int | None:
+    """The number people see for the pass that wrote this fix_plan."""
+    if plan.pass_number is not None:
+        return plan.pass_number
+    return pass_numbers(plan_journal).get(plan.pass_seq) if plan_journal is not None else None
 
 
 def render_markdown(plan: FixPlan) -> str:
     lines = [
         "# fix_plan",
         "",
-        f"A measurement of canon v{plan.canon_version} against code {plan.code_commit[:12]}, taken {plan.created}.",
+        f"A measurement of canon v{plan.canon_version} against code {plan.code_commit[:12]}, taken {plan.created}"
+        + (f" by plan pass {plan.pass_number}." if plan.pass_number is not None else "."),
         f"Residual: {plan.residual} open item(s). Regenerated from scratch by every plan pass; edits here are undone.",
         "",
     ]
@@ -75,6 +95,8 @@ def render_markdown(plan: FixPlan) -> str:
                 lines.extend("      " + row for row in evidence.excerpt.strip().splitlines()[-12:])
                 lines.append("")
         lines.append("")
+    for rejection in plan.agent_rejections:
+        lines.append(f"Plan agent rejected: {rejection}")
     if plan.unmeasured:
         lines.append(f"Unmeasured (no check, no plan agent: the metric is blind here): {', '.join(plan.unmeasured)}")
     return "\n".join(lines).rstrip() + "\n"
