@@ -79,14 +79,10 @@ class Governor:
         """Why this run may not start another turn through the gateway, or ""."""
         return budgets.run_spent(self.ws.config.gateway, self.run_tokens, self.run_cost)
 
-    # recovery -----------------------------------------------------------------------------------
-    def recover(self) -> Outcome | None:
-        return recover(self.journal, self.code)
-
     # one iteration ------------------------------------------------------------------------------
     def iterate(self) -> Outcome:
         with file_lock(self.dir / "iterate.lock", what="a build iteration"):
-            recovered = self.recover()
+            recovered = recover(self.journal, self.code)  # an iteration a crash left open
             if recovered is not None:
                 return recovered
             return self._iterate()
