@@ -65,6 +65,7 @@ def react(ws: Workspace, journal: Journal, plan: FixPlan, ladder: tuple[str, ...
     for area in areas:
         journal.append("demolish.requested", {"area": area, "canon_version": version, "reason": diagnosis.reason,
                                               "items": sorted(i.id for i in plan.items if i.area == area and i.id in stuck)})
+    climbed = []
     for item in plan.items:
         if item.id not in stuck:
             continue
@@ -72,5 +73,20 @@ def react(ws: Workspace, journal: Journal, plan: FixPlan, ladder: tuple[str, ...
         if rung + 1 < len(ladder):
             journal.append("ladder.climb", {"item": item.id, "from": rung, "to": rung + 1, "reason": "monitor: stalled",
                                             "from_agent": ladder[rung], "to_agent": ladder[rung + 1]})
-    return Reaction(label, f"monitor: stalled ({diagnosis.reason}); asked plan to demolish and rebuild "
-                           f"{', '.join(areas) or 'the stuck area'}, and climbed the ladder for its items")
+            climbed.append(f"{item.id} to {ladder[rung + 1]}")
+    # Say what was done, and only that: a one-rung ladder or an item already on the top rung climbs nothing
+    if not stuck:
+        done = "no item stayed open through the last passes, so there is nothing to demolish or climb"
+    else:
+        demolish = (f"asked plan to demolish and rebuild area {', '.join(areas)}" if areas
+                    else "no demolish asked: the stuck items name no area")
+        if climbed:
+            climb = f"climbed the ladder for {', '.join(climbed)}"
+        elif len(ladder) == 1:
+            climb = (f"the ladder has one rung ({ladder[0]}), so nothing to climb: add a stronger rung to "
+                     "build.ladder in banach.toml")
+        else:
+            climb = (f"the stuck items are on the top rung ({ladder[-1]}) already, so nothing to climb: add a "
+                     "stronger rung to build.ladder in banach.toml")
+        done = f"{demolish}; {climb}"
+    return Reaction(label, f"monitor: stalled ({diagnosis.reason}); {done}")

@@ -2,7 +2,8 @@
 
 A straight line on a log axis means contraction, and its slope is log q. The fit is Theil-Sen (the
 median of pairwise slopes) of log(r + 0.5) over a recent window: zeros are defined, a single outlier
-cannot swing it, and Sen's rank interval gives the uncertainty. Labels, checked in this order:
+cannot swing it, and Sen's rank interval gives the uncertainty, from MIN_INTERVAL_POINTS passes on.
+Labels, checked in this order:
 
   insufficient  fewer than 3 passes
   converged     the latest pass found nothing
@@ -23,7 +24,12 @@ from dataclasses import dataclass, field
 WINDOW = 8  # passes fitted
 STALL_WINDOW = 5  # passes that must show no progress for a stall
 NOISE = 1.0  # counts: a residual that moves by one item is noise
+OFFSET = 0.5  # the fit is of log(r + OFFSET), so a residual of 0 has a finite place
 Z90 = 1.645
+# Below 4 points Sen's 90% interval is not one: with 2 it is the single slope (it never covers the truth), with 3
+# it is already the widest the data allow (smallest to largest pairwise slope) and still covers a flat series only
+# 2 times in 3 (Kendall's S is at an extreme with probability 1/6 each way); with 4 it covers 11 in 12.
+MIN_INTERVAL_POINTS = 4
 
 LABELS = ("insufficient", "converged", "diverging", "oscillating", "stalled", "flat", "converging")
 
@@ -35,6 +41,11 @@ class Fit:
     q_high: float
     window: int
     passes_left: int | None  # predicted passes to reach zero, when q < 1
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The 90% interval of q, or None when the window has too few points for it to mean that."""
+        return (self.q_low, self.q_high) if self.window >= MIN_INTERVAL_POINTS else None
 
 
 @dataclass(frozen=True)
@@ -71,7 +82,7 @@ def fit(series: Sequence[float], window: int = WINDOW) -> Fit | None:
     n = len(recent)
     if n < 2:
         return None
-    ys = [math.log(max(value, 0.0) + 0.5) for value in recent]
+    ys = [math.log(max(value, 0.0) + OFFSET) for value in recent]
     slopes = sorted((ys[j] - ys[i]) / (j - i) for i in range(n) for j in range(i + 1, n))
     slope = _median(slopes)
     count = len(slopes)
@@ -84,7 +95,7 @@ def fit(series: Sequence[float], window: int = WINDOW) -> Fit | None:
     if last <= 0:
         passes_left = 0
     elif slope < 0:
-        passes_left = max(1, math.ceil(math.log(last + 0.5) / -slope))
+        passes_left = max(1, math.ceil(math.log(last + OFFSET) / -slope))
     return Fit(math.exp(slope), math.exp(low), math.exp(high), n, passes_left)
 
 

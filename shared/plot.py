@@ -1,23 +1,29 @@
-"""The convergence plot people read: residual per plan pass on a log axis, the fitted line with q, the
-diagnosis, and the events. The only module that imports matplotlib."""
+"""The convergence plot people read: residual per plan pass, the fitted line with q, the diagnosis, and what
+build did between passes. The only module that imports matplotlib."""
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.ticker import MaxNLocator, NullLocator
+from matplotlib.transforms import Bbox
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-from shared.monitor import Diagnosis
-from shared.series import History, diagnose_segment, read_history
+from shared.monitor import OFFSET, Diagnosis, Fit
+from shared.series import History, PlanPass, diagnose_segment, read_history
 from shared.workspace import Workspace
 
-ZERO = 0.5  # where a residual of 0 sits on the log axis
-EVENT_STYLE = {
+EVENT_STYLE = {  # kind: (marker, colour, legend label); a turn's decision, or something build did after one
+    "keep": ("P", "#2ca02c", "kept (turn committed)"),
     "rollback": ("v", "#d62728", "rollback"),
     "stall": ("o", "#bbbbbb", "stall (turn changed nothing)"),
     "climb": ("^", "#9467bd", "ladder climb"),
@@ -25,9 +31,95 @@ EVENT_STYLE = {
     "interrupted": ("d", "#7f7f7f", "interrupted"),
     "agent_failed": ("s", "#ff7f0e", "agent failed to run"),
 }
+REVERTED_STYLE = ("o", "#d62728", "edits outside scope reverted")  # a ring around that turn's own mark
+DATA_TOP = 0.82  # the highest residual sits this far up the axes; above it is room for the canon-version labels
+DATA_BOTTOM = 0.07  # and the zero row this far up, so the certificate stars are whole
 
 
-def _title(diagnosis: Diagnosis, simulated: bool) -> str:
+# The y axis is log(r + OFFSET), the transform the monitor fits (shared/monitor.py). Contraction is a straight line
+# and the fitted line is exactly that line; small counts keep their log spacing; and a residual of 0 has a real,
+# finite place (log 0.5), labelled 0 and drawn like any other count, not tucked under the edge of a log axis.
+def _to_axis(residual: Any) -> Any:
+    return np.log(np.maximum(np.asarray(residual, dtype=float) + OFFSET, 1e-12))
+
+
+def _from_axis(value: Any) -> Any:
+    return np.exp(np.asarray(value, dtype=float)) - OFFSET
+
+
+@dataclass(frozen=True)
+class Mark:
+    x: float
+    residual: int
+    kind: str
+
+
+def residual_ticks(highest: int, top: float) -> list[int]:
+    """Counts a person reads at a glance: every integer up to a residual of 5, then steps of 1, 2 and 5 up to the
+    first at or above the highest residual (while the axis, up to `top`, has room for it)."""
+    if highest <= 5:
+        return list(range(0, highest + 1))
+    ticks, step = [0, 1, 2, 5], 10
+    while ticks[-1] < highest and step <= top:
+        ticks.append(step)
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2  # 10, 20, 50, 100, ...
+    return ticks
+
+
+def pass_ticks(count: int) -> list[int]:
+    """Passes are whole numbers: every pass, or 1 and each multiple of a 1-2-5 step, at most about 15 ticks."""
+    step = 1
+    while count / step > 15:
+        leading, zeros = int(str(step)[0]), len(str(step)) - 1
+        step = {1: 2, 2: 5, 5: 10}[leading] * 10 ** zeros
+    return list(range(1, count + 1)) if step == 1 else [1, *range(step, count + 1, step)]
+
+
+def place_events(passes: Sequence[PlanPass], events: Sequence[tuple[float, str]]) -> list[Mark]:
+    """Where each build event goes: the ones between pass k and pass k + 1 (after the last pass: k = its number)
+    share the stretch from k to k + 1 in time order, each in its own place, at pass k's residual; a 'reverted'
+    mark sits on the mark of its turn (the same journal row, so the same time)."""
+    times = [p.ts for p in passes]
+    gaps: dict[int, list[tuple[float, str]]] = {}
+    for ts, kind in events:
+        if kind not in EVENT_STYLE and kind != "reverted":
+            continue
+        before = bisect.bisect_left(times, ts)  # passes measured before the event
+        if before:
+            gaps.setdefault(before, []).append((ts, kind))
+    marks: list[Mark] = []
+    for before, in_gap in sorted(gaps.items()):
+        turns = [(ts, kind) for ts, kind in in_gap if kind != "reverted"]
+        turn_times = {ts for ts, _ in turns}
+        slots = turns + [(ts, kind) for ts, kind in in_gap if kind == "reverted" and ts not in turn_times]
+        slots.sort()
+        residual = max(passes[before - 1].residual, 0)
+        x_of: dict[float, float] = {}
+        for index, (ts, kind) in enumerate(slots):
+            x = before + 0.15 + 0.7 * (index + 0.5) / len(slots)
+            x_of.setdefault(ts, x)
+            marks.append(Mark(x, residual, kind))
+        marks += [Mark(x_of[ts], residual, "reverted") for ts, kind in in_gap if kind == "reverted" and ts in turn_times]
+    return marks
+
+
+def fit_line(segment: Sequence[PlanPass], fit: Fit, end: int) -> tuple[list[float], list[float]]:
+    """The fitted line over its window, ending at pass number `end`: straight on the log(r + 0.5) axis through the
+    median intercept (Theil-Sen's), and cut where it reaches the zero row: it never claims fewer than no items."""
+    window = [max(p.residual, 0) for p in segment[-fit.window:]]
+    start = end - fit.window + 1
+    slope = math.log(fit.q)
+    intercept = statistics.median(math.log(r + OFFSET) - slope * (start + i) for i, r in enumerate(window))
+    xs = [float(start), float(end)]
+    if slope < 0:
+        crossing = (math.log(OFFSET) - intercept) / slope
+        if crossing <= start:
+            return [], []
+        xs[1] = min(xs[1], crossing)
+    return xs, [max(0.0, math.exp(intercept + slope * x) - OFFSET) for x in xs]
+
+
+def _title(diagnosis: Diagnosis, simulated: bool, canon_version: int | None) -> str:
     label = diagnosis.label
     fit = diagnosis.fit
     words = {
@@ -39,72 +131,118 @@ def _title(diagnosis: Diagnosis, simulated: bool) -> str:
         "diverging": "diverging: the residual grows",
         "insufficient": "too few passes to judge",
     }[label]
-    if fit is not None and label not in ("insufficient",):
-        words += f"  (q = {fit.q:.2f} [{fit.q_low:.2f}, {fit.q_high:.2f}])"
+    if label == "insufficient" and canon_version is not None:
+        words += f" (canon v{canon_version}: {diagnosis.reason})"
+    elif fit is not None and label != "insufficient":
+        interval = fit.interval
+        words += (f"  (q = {fit.q:.2f} [{interval[0]:.2f}, {interval[1]:.2f}])" if interval is not None
+                  else f"  (q = {fit.q:.2f}; {fit.window} passes, too few for an interval)")
     return ("SIMULATED agent: " if simulated else "") + words
 
 
-def draw(history: History, output: Path, *, simulated: bool = False, unmeasured: int = 0) -> Diagnosis:
+def _place_canon_labels(fig: Figure, ax: Axes, labels: list[tuple[float, Text]]) -> None:
+    """Canon-version labels stay inside the axes and off each other: one that would run past the right edge goes
+    to the left of its line, and one that would cover an earlier one moves a row down."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg's, after a draw
+    frame = ax.get_window_extent(renderer)
+    placed: list[Bbox] = []
+    for boundary, text in labels:
+        box = text.get_window_extent(renderer)
+        if box.x1 > frame.x1:
+            text.set_x(boundary - 0.05)
+            text.set_horizontalalignment("right")
+            box = text.get_window_extent(renderer)
+        while any(box.overlaps(other) for other in placed) and box.y0 > frame.y0 + frame.height * DATA_TOP:
+            text.set_y(text.get_position()[1] - box.height * 1.15 / frame.height)
+            box = text.get_window_extent(renderer)
+        placed.append(box)
+
+
+def _legend_below(fig: Figure, handles: list[Any], labels: list[str]) -> None:
+    """The legend under the axes, where it cannot cover a label or a point, in as many columns as fit the width."""
+    fig.canvas.draw()
+    if not handles:
+        return
+    width = fig.get_window_extent().width
+    for columns in range(min(4, len(handles)), 0, -1):
+        legend = fig.legend(handles, labels, loc="outside lower center", ncol=columns, fontsize=8, frameon=False)
+        legend.set_gid("legend")
+        fig.canvas.draw()
+        if legend.get_window_extent().width <= width - 10 or columns == 1:
+            return
+        legend.remove()
+
+
+def figure(history: History, *, simulated: bool = False, unmeasured: int = 0) -> tuple[Figure, Diagnosis]:
+    """The plot as a matplotlib figure, laid out and drawn (not saved). It has its own canvas and is no part of
+    pyplot's registry, so nothing needs closing."""
     passes = list(history.passes)
     segment = history.current_segment()
     diagnosis = diagnose_segment(segment)
-    fig, ax = plt.subplots(figsize=(9, 5.2), dpi=110)
-    ax.set_yscale("log")
-    xs = list(range(1, len(passes) + 1))
+    fig = Figure(figsize=(9, 5.8), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ax.set_gid("residual-axes")
+    ax.set_yscale("function", functions=(_to_axis, _from_axis))
     start = 1
     for number, segment_passes in enumerate(history.segments()):
         seg_x = list(range(start, start + len(segment_passes)))
         start += len(segment_passes)
-        seg_y = [max(p.residual, 0) or ZERO for p in segment_passes]
-        ax.plot(seg_x, seg_y, "o-", color="#1f77b4", lw=1.8, ms=5,
-                label="open items per plan pass" if number == 0 else None)
+        ax.plot(seg_x, [max(p.residual, 0) for p in segment_passes], "o-", color="#1f77b4", lw=1.8, ms=5,
+                label="open items per plan pass" if number == 0 else None, gid="residual")
+    canon_labels = []
     for index, p in enumerate(passes):
         if index and p.canon_version != passes[index - 1].canon_version:
             ax.axvline(index + 0.5, color="#999", ls="--", lw=1)
-            ax.text(index + 0.55, 0.98, f"canon v{p.canon_version}", transform=ax.get_xaxis_transform(),
-                    va="top", fontsize=8, color="#555")
+            canon_labels.append((index + 0.5, ax.text(index + 0.55, 0.98, f"canon v{p.canon_version}", va="top",
+                                                      transform=ax.get_xaxis_transform(), fontsize=8, color="#555",
+                                                      gid="canon-label")))
     fit = diagnosis.fit
     if fit is not None and segment and diagnosis.label != "insufficient":
-        end = len(passes)  # the current segment is the tail of the series
-        start = end - fit.window + 1
-        ys = [max(p.residual, 0) for p in segment[-fit.window:]]
-        anchor = math.exp(sum(math.log(y + 0.5) for y in ys) / len(ys))
-        middle = (start + end) / 2
-        fitted_x = [start, end]
-        fitted_y = [max(ZERO * 0.8, anchor * fit.q ** (x - middle) - 0.5) for x in fitted_x]
-        ax.plot(fitted_x, fitted_y, "-", color="#ff7f0e", lw=2.2, alpha=0.85,
-                label=f"fit over last {fit.window} passes: q = {fit.q:.2f}")
+        fitted_x, fitted_y = fit_line(segment, fit, len(passes))  # the current segment is the tail of the series
+        if fitted_x:
+            ax.plot(fitted_x, fitted_y, "-", color="#ff7f0e", lw=2.2, alpha=0.85, gid="fit",
+                    label=f"fit over last {fit.window} passes: q = {fit.q:.2f}")
     certified_passes = {c["pass_seq"] for c in history.certificates}
     cert_x = [i + 1 for i, p in enumerate(passes) if p.started_seq in certified_passes]
     if cert_x:
-        ax.plot(cert_x, [ZERO] * len(cert_x), "*", color="#2ca02c", ms=16, label="certificate (fresh pass found nothing)")
-    pass_times = [p.ts for p in passes]
-    seen: set[str] = set()
-    for ts, kind in history.events:
-        if kind not in EVENT_STYLE or not passes:
-            continue
-        before = bisect.bisect_left(pass_times, ts)  # passes measured before the event
-        if before == 0:
-            continue
-        marker, color, label = EVENT_STYLE[kind]
-        level = max(passes[before - 1].residual, 0) or ZERO
-        ax.plot([before + 0.5], [level], marker, color=color, ms=8, ls="none", alpha=0.85,
-                label=None if kind in seen else label)
-        seen.add(kind)
+        ax.plot(cert_x, [0] * len(cert_x), "*", color="#2ca02c", ms=16, gid="certificate",
+                label="certificate (fresh pass found nothing)")
+    marks = place_events(passes, history.events)
+    for kind, (marker, color, label) in EVENT_STYLE.items():
+        of_kind = [m for m in marks if m.kind == kind]
+        if of_kind:
+            ax.plot([m.x for m in of_kind], [m.residual for m in of_kind], marker, color=color, ms=8, ls="none",
+                    alpha=0.85, label=label, gid=f"event:{kind}")
+    reverted = [m for m in marks if m.kind == "reverted"]
+    if reverted:
+        marker, color, label = REVERTED_STYLE
+        ax.plot([m.x for m in reverted], [m.residual for m in reverted], marker, ms=14, ls="none", mfc="none",
+                mec=color, mew=1.4, label=label, gid="event:reverted")
     bias = [p.bias for p in passes]
+    handles, labels = ax.get_legend_handles_labels()
     if any(bias):
         ax2 = ax.twinx()
-        ax2.bar(xs, bias, width=0.35, color="#e377c2", alpha=0.35, label="build claimed done, plan found open")
+        ax2.bar(range(1, len(passes) + 1), bias, width=0.35, color="#e377c2", alpha=0.35,
+                label="build claimed done, plan found open")
         ax2.set_ylabel("self-assessment gap (items)", color="#a05090", fontsize=9)
         ax2.set_ylim(0, max(bias) * 4)
-        ax2.legend(loc="lower left", fontsize=8, frameon=False)
+        ax2.yaxis.set_major_locator(MaxNLocator(integer=True))
+        more_handles, more_labels = ax2.get_legend_handles_labels()
+        handles, labels = handles + more_handles, labels + more_labels
     ax.set_xlabel("plan pass")
-    ax.set_ylabel("residual: open fix_plan items (log scale; 0 drawn at the bottom)")
-    ax.set_ylim(ZERO * 0.6, max([p.residual for p in passes] + [1]) * 2.5)
-    ax.set_xlim(0.5, max(len(passes), 1) + 0.5)
-    ax.set_yticks([ZERO, 1, 2, 5, 10, 20, 50, 100, 1000][: 2 + int(math.log10(max([p.residual for p in passes] + [1])) * 3 + 1)])
-    ax.set_yticklabels(["0", "1", "2", "5", "10", "20", "50", "100", "1000"][: len(ax.get_yticks())])
-    ax.set_title(_title(diagnosis, simulated), fontsize=11, loc="left")
+    ax.set_ylabel("residual: open fix_plan items (log(n + 0.5) scale, as fitted)")
+    highest = max([p.residual for p in passes] + [1])
+    low, high = float(_to_axis(0)), float(_to_axis(highest))
+    span = (high - low) / (DATA_TOP - DATA_BOTTOM)
+    bottom, top = float(_from_axis(low - DATA_BOTTOM * span)), float(_from_axis(low + (1 - DATA_BOTTOM) * span))
+    ax.set_ylim(bottom, top)
+    ticks = residual_ticks(highest, top)
+    ax.set_yticks(ticks, [str(t) for t in ticks])
+    ax.yaxis.set_minor_locator(NullLocator())
+    right = max([max(len(passes), 1) + 0.5] + [m.x + max(0.35, 0.025 * len(passes)) for m in marks])
+    ax.set_xlim(0.5, right)
+    ax.set_xticks(pass_ticks(len(passes)))
     notes = []
     if fit is not None and fit.passes_left and diagnosis.label == "converging":
         notes.append(f"about {fit.passes_left} pass(es) left")
@@ -112,15 +250,23 @@ def draw(history: History, output: Path, *, simulated: bool = False, unmeasured:
         notes.append(f"{unmeasured} requirement(s) unmeasured (the metric is blind there)")
     if diagnosis.cycling_requirements:
         notes.append("cycling: " + ", ".join(diagnosis.cycling_requirements))
+    # Above the axes, under the title, where no data, label or marker can be
+    ax.set_title(_title(diagnosis, simulated, passes[-1].canon_version if passes else None), fontsize=11, loc="left",
+                 pad=6 + 11 * len(notes))
     if notes:
-        ax.text(0.99, 0.02, "\n".join(notes), transform=ax.transAxes, ha="right", va="bottom", fontsize=8.5, color="#333")
+        ax.annotate("\n".join(notes), xy=(0, 1), xycoords="axes fraction", xytext=(0, 4), textcoords="offset points",
+                    ha="left", va="bottom", fontsize=8.5, color="#333", gid="notes")
     ax.grid(True, which="major", axis="y", alpha=0.25)
-    ax.legend(loc="upper right", fontsize=8, frameon=False)
     ax.spines[["top"]].set_visible(False)
-    fig.tight_layout()
+    _legend_below(fig, handles, labels)
+    _place_canon_labels(fig, ax, canon_labels)
+    return fig, diagnosis
+
+
+def draw(history: History, output: Path, *, simulated: bool = False, unmeasured: int = 0) -> Diagnosis:
+    fig, diagnosis = figure(history, simulated=simulated, unmeasured=unmeasured)
     output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output)
-    plt.close(fig)
     return diagnosis
 
 

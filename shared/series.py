@@ -32,7 +32,9 @@ class PlanPass:
 class History:
     passes: tuple[PlanPass, ...]
     certificates: tuple[dict[str, object], ...] = ()
-    events: tuple[tuple[float, str], ...] = field(default=())  # (ts, kind): rollback, climb, keep, blocked, agent_failed
+    # (ts, kind): a turn's decision (keep, rollback, stall, interrupted, agent_failed), 'reverted' at the same ts when
+    # that turn's out-of-scope edits were reverted, climb, blocked, canon
+    events: tuple[tuple[float, str], ...] = field(default=())
 
     def current_segment(self) -> list[PlanPass]:
         if not self.passes:
@@ -81,6 +83,8 @@ def read_history(ws: Workspace) -> History:
                 decision = row.data.get("decision", "")
                 if decision in ("rollback", "keep", "stall", "interrupted", "agent_failed"):
                     events.append((row.ts, decision))
+                if row.data.get("reverted") or row.data.get("hostile"):  # the fence's scope.fighting, on this turn
+                    events.append((row.ts, "reverted"))
             events += [(row.ts, "climb") for row in build.rows("ladder.climb")]
             events += [(row.ts, "blocked") for row in build.rows("item.blocked")]
     spec = Journal.reader(ws.journal_path("spec"))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from plan_loop.passes import PlanService
 from shared.contracts import fix_plan as fix_plan_file
 from shared.journal import Journal
 from shared.workspace import Workspace
@@ -28,9 +29,10 @@ The project is indented with spaces.
 """
 
 
-def stall_canon(count: int) -> str:
-    blocks = [f"## ST-{n}: file {n} exists\npriority: {1 if n <= 6 else 5}\npaths: file{n}.txt\nchecks:\n  - test -f file{n}.txt\n\n"
-              f"file{n}.txt exists.\n" for n in range(1, count + 1)]
+def stall_canon(count: int, *, leave_out: range = range(0)) -> str:
+    """ST-1 .. ST-count (less leave_out): partial.py solves ST-1 .. ST-6 and never the rest."""
+    blocks = [f"## ST-{n}: file {n} exists\npriority: {1 if n <= 6 else 5}\npaths: file{n}.txt\n"
+              f"checks:\n  - test -f file{n}.txt\n\nfile{n}.txt exists.\n" for n in range(1, count + 1) if n not in leave_out]
     return "---\narea: stall\n---\n\n" + "\n".join(blocks)
 
 
@@ -62,7 +64,8 @@ def test_oscillation_pauses_build_and_names_the_conflict(tmp_path: Path) -> None
 
 def test_a_stall_climbs_the_ladder_and_asks_plan_to_demolish(tmp_path: Path) -> None:
     ws = custom(tmp_path, stall_canon(8), "partial.py")
-    text = ws.config_file.read_text().replace('agent = "scripted"', 'agent = "scripted"\nladder = ["scripted", "scripted"]\nmax_attempts = 50')
+    text = ws.config_file.read_text().replace('agent = "scripted"',
+                                              'agent = "scripted"\nladder = ["scripted", "scripted"]\nmax_attempts = 50')
     ws.config_file.write_text(text)
     outputs = [cycle(ws) for _ in range(15)]
     flags = [r.data for r in rows(ws, "monitor.flag")]
@@ -70,6 +73,8 @@ def test_a_stall_climbs_the_ladder_and_asks_plan_to_demolish(tmp_path: Path) -> 
     requested = rows(ws, "demolish.requested")
     assert requested and requested[0].data["area"] == "stall"
     assert any(r.data.get("reason") == "monitor: stalled" for r in rows(ws, "ladder.climb"))
+    said = next(out for out in outputs if out.startswith("monitor: stalled"))
+    assert "climbed the ladder for ST-" in said and " to scripted" in said, said
     assert cli("plan-loop", "once", "--workspace", str(ws.root)).returncode == 0
     plan = fix_plan_file.read(ws.fix_plan_json)
     assert plan is not None and {i.kind for i in plan.items} == {"demolish"}
@@ -86,3 +91,26 @@ def test_flat_from_the_start_blames_the_target_not_the_model(tmp_path: Path) -> 
     flags = [r.data for r in rows(ws, "monitor.flag")]
     assert flags and flags[0]["label"] == "flat", outputs
     assert any("the target or the context is the problem, not the model" in out for out in outputs)
+
+
+def test_a_stall_on_a_one_rung_ladder_says_there_is_nothing_to_climb(tmp_path: Path) -> None:
+    ws = custom(tmp_path, stall_canon(8, leave_out=range(4, 7)), "partial.py")  # 'scripted' is the only rung
+    plan = PlanService(ws)
+    try:
+        assert plan.run_pass().residual == 5
+        kept = [cycle_build(ws) for _ in range(3)]
+        assert all(": keep:" in out for out in kept), kept
+        assert [plan.run_pass().residual for _ in range(5)] == [2] * 5  # from 5 to 2, then no progress: a stall
+    finally:
+        plan.close()
+    out = cycle_build(ws)
+    assert out.startswith("monitor: stalled"), out
+    assert "the ladder has one rung (scripted), so nothing to climb: add a stronger rung to build.ladder" in out
+    assert "climbed" not in out and not rows(ws, "ladder.climb")
+    assert "asked plan to demolish and rebuild area stall" in out and rows(ws, "demolish.requested")
+
+
+def cycle_build(ws: Workspace) -> str:
+    result = cli("build-loop", "once", "--workspace", str(ws.root))
+    assert result.returncode == 0, result.stderr
+    return result.stdout

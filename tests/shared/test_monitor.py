@@ -1,6 +1,7 @@
 """The monitor's labels on generated series of each shape, with noise, over many seeds."""
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared.errors import BanachError
-from shared.monitor import LABELS, diagnose, fit
+from shared.monitor import LABELS, MIN_INTERVAL_POINTS, diagnose, fit
 from shared.series import read_series_file
 from tests.helpers.workspaces import cli
 
@@ -64,6 +65,21 @@ def test_fit_gives_q_an_interval_and_passes_left() -> None:
     assert result is not None
     assert 0.45 < result.q < 0.6 and result.q_low <= result.q <= result.q_high < 1
     assert result.passes_left == 2
+
+
+def test_q_has_an_interval_only_from_as_many_passes_as_make_it_a_90_percent_one() -> None:
+    def coverage(n: int) -> float:
+        """How often the interval fit() reports holds q = 1 for a flat series: exactly, over every order of n
+        distinct residuals (without a trend each order is as likely as any other)."""
+        fits = [fit([10 + 3 * v for v in order]) for order in itertools.permutations(range(n))]
+        return sum(f is not None and f.q_low < 1 < f.q_high for f in fits) / len(fits)
+
+    assert coverage(MIN_INTERVAL_POINTS - 1) < 0.9 <= coverage(MIN_INTERVAL_POINTS)
+    for series in ([5, 3], [5, 3, 2]):
+        result = fit(series)
+        assert result is not None and result.window == len(series) and result.interval is None
+    result = fit([5, 3, 2, 1])
+    assert result is not None and result.interval == (result.q_low, result.q_high)
 
 
 def test_one_outlier_does_not_swing_q() -> None:
