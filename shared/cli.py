@@ -232,7 +232,7 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
 
     Example: banach monitor --series residuals.json --json
     """
-    from shared.monitor import diagnose
+    from shared.monitor import MIN_INTERVAL_POINTS, diagnose
     from shared.series import diagnose_segment, read_history, read_series_file
 
     if series is not None:
@@ -246,7 +246,9 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(out, indent=2))
     else:
-        q = f"q = {out['q']:.3f} (90% interval {out['q_interval'][0]:.3f} to {out['q_interval'][1]:.3f})" if out["q"] is not None else "q: n/a"
+        interval = (f"90% interval {out['q_interval'][0]:.3f} to {out['q_interval'][1]:.3f}" if out["q_interval"]
+                    else f"too few passes for an interval: it needs {MIN_INTERVAL_POINTS}")
+        q = f"q = {out['q']:.3f} ({interval})" if out["q"] is not None else "q: n/a"
         window = f"fitted over the last {out['window']} passes" if out["window"] else "no fit yet (too few passes)"
         left = f", passes left {out['passes_left']}" if out["passes_left"] is not None else ""
         click.echo(f"{diagnosis.label}: {diagnosis.reason}\n{q}, {window}{left}")

@@ -63,7 +63,7 @@ class Diagnosis:
             "diagnosis": self.label,
             "reason": self.reason,
             "q": None if fit is None else round(fit.q, 4),
-            "q_interval": None if fit is None else [round(fit.q_low, 4), round(fit.q_high, 4)],
+            "q_interval": None if fit is None or fit.interval is None else [round(fit.q_low, 4), round(fit.q_high, 4)],
             "window": None if fit is None else fit.window,
             "passes_left": None if fit is None else fit.passes_left,
             "period": self.period,
