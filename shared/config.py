@@ -201,7 +201,7 @@ class GatewayConfig(Model):
     max_item_cost_usd: float = Field(0.0, ge=0, description="cost of all turns on one item at a canon version; 0: no limit")
     max_run_tokens: int = Field(0, ge=0, description="tokens one build-loop run may use; 0: no limit")
     max_run_cost_usd: float = Field(0.0, ge=0, description="cost one build-loop run may reach; 0: no limit")
-    upstream_timeout: float = Field(600.0, gt=0, description="seconds one upstream call may take")
+    upstream_timeout: float = Field(600.0, gt=0, description="seconds an upstream call may go without sending a byte")
 
 
 class Config(Model):

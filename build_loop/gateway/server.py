@@ -190,9 +190,9 @@ class Gateway:
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
-        # No pooled keep-alive connections upstream beyond a turn's needs; no proxy from the environment (trust_env
-        # off): the gateway goes exactly where banach.toml says.
-        timeout = aiohttp.ClientTimeout(total=self.config.upstream_timeout, sock_connect=30)
+        # No proxy from the environment (trust_env off): the gateway goes exactly where banach.toml says. A call may
+        # stream for as long as its answer takes, but not sit silent for longer than upstream_timeout.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=self.config.upstream_timeout)
         self._session = aiohttp.ClientSession(timeout=timeout, auto_decompress=False, trust_env=False)
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
