@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ class Call:
     error: str = ""  # the gateway's own failure (upstream unreachable, refused by budget)
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}  # flat: no deep copy as asdict makes
 
 
 @dataclass
@@ -226,6 +226,7 @@ class Gateway:
         deadline = time.monotonic() + settle_seconds
         while lease.in_flight and time.monotonic() < deadline:
             time.sleep(0.02)
+        self.store.flush()  # the turn's bodies are on disk before anyone reads its transcript
         return lease
 
     # forwarding -------------------------------------------------------------------------------------------------
@@ -320,7 +321,7 @@ class Gateway:
             cost_usd=cost_of(usage, price) if usage.total else (0.0 if price else None),
             latency_ms=round((time.monotonic() - started) * 1000, 3),
             first_byte_ms=round((first_byte - started) * 1000, 3) if first_byte is not None else None,
-            request_digest=self.store.put(call.body), response_digest=self.store.put(bytes(call.received)),
+            request_digest=self.store.put_later(call.body), response_digest=self.store.put_later(bytes(call.received)),
             resets_at=resets_at, error=error)
         lease.calls.append(record)
         if lease.log is not None:  # durable before the turn ends: a crash of build keeps the record of what was spent
