@@ -5,13 +5,10 @@ model and the provider: Banach writes whatever the CLI needs to find the gateway
 that never ran on the account works the same."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.helpers.model_server import ModelServer, RateLimit, Script, Write
 from tests.helpers.workspaces import cli as cli_run
@@ -27,17 +24,10 @@ from tests.realcli._governed import (
     pinned,
     reference,
 )
+from tests.realcli._routed import MODEL, Routed, configure, model_calls
 
 pytestmark = [pytest.mark.realcli, pytest.mark.landlock]
 CANARY = "sk-CANARY-gateway-provider-key-5150"
-MODEL = "scripted-model"
-
-
-@dataclass(frozen=True)
-class Routed:
-    name: str  # in pins.toml, and the preset
-    wire: str  # the provider's wire format
-    state: tuple[str, ...] = ()  # HOME folders the CLI may still write through the gateway
 
 
 CLIS = [Routed("claude", "anthropic"), Routed("codex", "openai"), Routed("gemini", "gemini"),
@@ -45,28 +35,13 @@ CLIS = [Routed("claude", "anthropic"), Routed("codex", "openai"), Routed("gemini
         Routed("aider", "openai", (".aider/",)), Routed("pi-anthropic", "anthropic")]
 
 
-def configure(ws: Workspace, cli: Routed, executable: Path, server: ModelServer) -> None:
-    preset = cli.name.split("-")[0]
-    base = server.url + ("/v1" if cli.wire == "openai" else "")
-    text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
-    text += (f'\n[agents.real]\npreset = "{preset}"\ncommand = "{executable}"\nmodel = "{MODEL}"\nprovider = "scripted"\n'
-             f'\n[gateway.providers.scripted]\nwire = "{cli.wire}"\nbase_url = "{base}"\nkey_env = "SCRIPTED_KEY"\n'
-             f'\n[gateway.prices.{MODEL}]\ninput = 3.0\noutput = 15.0\n')
-    ws.config_file.write_text(text)
-
-
-def model_calls(ws: Workspace, n: int) -> list[dict[str, Any]]:
-    with Journal(ws.journal_path("build"), readonly=True) as journal:
-        return [row.data for row in journal.rows("model.call") if row.data["n"] == n and row.data["model_call"]]
-
-
 @pytest.mark.parametrize("cli", CLIS, ids=[c.name for c in CLIS])
 def test_a_turn_through_the_gateway_is_kept_and_every_call_is_on_the_record(measured_landlock: Workspace,
                                                                              cli: Routed) -> None:
     ws = measured_landlock
-    executable = pinned(cli.name.split("-")[0])
+    executable = pinned(cli.preset)
     with ModelServer(Script.of(Write({ITEM_FILE: reference("right")}), root=str(ws.code), api_key=CANARY)) as server:
-        configure(ws, cli, executable, server)
+        configure(ws, cli, str(executable), server)
         before_ws, before_home, start = files(ws.root), files(Path.home()), head(ws)
         turn = governed_turn(ws, {"SCRIPTED_KEY": CANARY}, turn_timeout=150)
         assert turn.decision == "keep", (turn.record, turn.stdout[-2000:], turn.stderr[-2000:])
@@ -92,9 +67,9 @@ def test_a_429_ends_the_turn_at_once_with_the_providers_reset(measured_landlock:
     """Whatever the CLI would do with a 429 (qwen and opencode retry without end; claude, codex and gemini print no
     reset time), the gateway ends the turn at the first one, with the reset the provider's headers gave."""
     ws = measured_landlock
-    executable = pinned(cli.name.split("-")[0])
+    executable = pinned(cli.preset)
     with ModelServer(Script.of(RateLimit(retry_after=20), root=str(ws.code), api_key=CANARY)) as server:
-        configure(ws, cli, executable, server)
+        configure(ws, cli, str(executable), server)
         turn = governed_turn(ws, {"SCRIPTED_KEY": CANARY}, turn_timeout=150)
     assert turn.decision == "rate_limited", (turn.record, turn.stdout[-2000:], turn.stderr[-2000:])
     assert turn.record["gateway_stop"] == "rate_limited" and turn.record["duration"] < 60, turn.record
@@ -110,7 +85,7 @@ def test_under_gateway_only_network_the_cli_still_works(measured_landlock: Works
     ws = measured_landlock
     executable = pinned(cli.name)
     with ModelServer(Script.of(Write({ITEM_FILE: reference("right")}), root=str(ws.code), api_key=CANARY)) as server:
-        configure(ws, cli, executable, server)
+        configure(ws, cli, str(executable), server)
         text = ws.config_file.read_text()
         only = '[gateway]\nnetwork = "gateway-only"\n\n[gateway.providers.scripted]'
         ws.config_file.write_text(text.replace("[gateway.providers.scripted]", only))

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import grp
 import importlib.metadata
-import json
 import os
 import pwd
 import re
@@ -44,7 +43,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
@@ -65,19 +63,12 @@ from tests.realcli._governed import (
     pinned,
     reference,
 )
+from tests.realcli._routed import MODEL, Routed, configure, model_calls
 
 pytestmark = [pytest.mark.realcli, pytest.mark.landlock, pytest.mark.root]
 ACCOUNT = "banach-realcli-test"
 CANARY = "sk-CANARY-ordinary-user-provider-key-6160"
-MODEL = "scripted-model"
 TURN_TIMEOUT = 150
-
-
-@dataclass(frozen=True)
-class Routed:
-    name: str  # in pins.toml, and the preset
-    wire: str  # the provider's wire format
-    state: tuple[str, ...] = ()  # HOME folders the CLI may still write through the gateway
 
 
 CLIS = [Routed("claude", "anthropic"), Routed("codex", "openai"), Routed("gemini", "gemini"),
@@ -300,17 +291,6 @@ def user_ws(measured_landlock: Workspace, session: Session) -> Iterator[Workspac
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def configure(ws: Workspace, cli: Routed, command: str, server: ModelServer) -> None:
-    """banach.toml as the account's person writes it: the preset, its command, the model and the provider."""
-    base = server.url + ("/v1" if cli.wire == "openai" else "")
-    text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
-    text += (f'\n[agents.real]\npreset = "{cli.name}"\ncommand = {json.dumps(command)}\nmodel = "{MODEL}"\n'
-             f'provider = "scripted"\n'
-             f'\n[gateway.providers.scripted]\nwire = "{cli.wire}"\nbase_url = "{base}"\nkey_env = "SCRIPTED_KEY"\n'
-             f'\n[gateway.prices.{MODEL}]\ninput = 3.0\noutput = 15.0\n')
-    ws.config_file.write_text(text)
-
-
 def head(ws: Workspace) -> str:
     # git refuses a repository its user does not own; root reads the account's here
     return git(ws.code, "-c", "safe.directory=*", "rev-parse", "HEAD")
@@ -335,11 +315,6 @@ def turn_as(session: Session, ws: Workspace, home: Path) -> tuple[Turn, set[str]
     assert row is not None, result.stdout + result.stderr
     prompt = (ws.role_dir("build") / "iterations" / str(row.data["n"]) / "prompt.md").read_text()
     return Turn(row.data, result.stdout, result.stderr, seconds, started, prompt), foreign
-
-
-def model_calls(ws: Workspace, n: int) -> list[dict[str, Any]]:
-    with Journal(ws.journal_path("build"), readonly=True) as journal:
-        return [row.data for row in journal.rows("model.call") if row.data["n"] == n and row.data["model_call"]]
 
 
 def output(ws: Workspace, turn: Turn) -> str:
