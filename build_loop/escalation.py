@@ -3,6 +3,9 @@ needs to unblock it), after build.stall_patience in a row without progress the l
 AGENT_FAILURES_TO_PAUSE turns whose agent could not run at all build pauses with what to fix."""
 from __future__ import annotations
 
+import hashlib
+import json
+
 from build_loop.history import ItemHistory
 from build_loop.turn import Outcome
 from canon.model import Canon
@@ -10,6 +13,7 @@ from shared.config import BuildConfig
 from shared.contracts.blocks import BLOCKED
 from shared.contracts.fix_plan import Item
 from shared.journal import Journal
+from shared.workspace import Workspace
 
 
 def escalate(journal: Journal, build: BuildConfig, item: Item, canon: Canon, history: ItemHistory, outcome: Outcome) -> None:
@@ -29,6 +33,13 @@ def escalate(journal: Journal, build: BuildConfig, item: Item, canon: Canon, his
 
 
 AGENT_FAILURES_TO_PAUSE = 3
+
+
+def agent_setup(ws: Workspace, agent_command: str) -> str:
+    """Which agent set-up a failure belongs to: a changed banach.toml or --agent-command gets a fresh try."""
+    setup = {"command": agent_command, "build": ws.config.build.model_dump(mode="json"),
+             "agents": {name: preset.model_dump(mode="json") for name, preset in ws.config.agents.items()}}
+    return hashlib.sha256(json.dumps(setup, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def agent_broken(journal: Journal, agent_setup: str) -> str:

@@ -15,8 +15,6 @@ keep journals its commit before publishing it. If build dies in between, the nex
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import shutil
 import threading
@@ -25,21 +23,23 @@ from typing import Any
 
 from build_loop import agents, budgets, guards
 from build_loop.agent_output import read_turn
-from build_loop.escalation import agent_broken, escalate
+from build_loop.escalation import agent_broken, agent_setup, escalate
 from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns, snapshot
 from build_loop.gateway.server import Gateway, Lease, gateway_for
 from build_loop.history import ItemHistory, item_history, next_iteration
+from build_loop.integrator import Integrator, better, commit_message
+from build_loop.lanes import Lane
 from build_loop.measure import Measurer
 from build_loop.picker import current_plan, next_item
 from build_loop.prompt import context_outputs, render
 from build_loop.reactions import Reaction, react
 from build_loop.recovery import recover
 from build_loop.sensors import Reading, regressions
-from build_loop.turn import Options, Outcome, Turn
+from build_loop.turn import Options, Outcome, Spend, Turn
 from canon.model import Canon
 from canon.store import CanonStore
 from shared.atomic import file_lock, write_json, write_text
-from shared.contracts import current_turn, trailers
+from shared.contracts import current_turn
 from shared.contracts.blocks import BLOCKED
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import Entry, GitRepo
@@ -50,34 +50,40 @@ from shared.workspace import Workspace
 
 
 class Governor:
+    """One worker's governor. With a lane (build.workers > 1, see build_loop/workers.py) its turns run in the lane's
+    work tree, and a kept change goes through the integrator instead of straight onto main."""
+
     def __init__(self, ws: Workspace, options: Options | None = None, *, cancel: threading.Event | None = None,
-                 gateway: Gateway | None = None) -> None:
+                 gateway: Gateway | None = None, lane: Lane | None = None, integrator: Integrator | None = None,
+                 spend: Spend | None = None, owns_gateway: bool = True) -> None:
         self.ws = ws
         self.options = options or Options()
         self.cancel = cancel or threading.Event()
-        self.code = GitRepo.adopt(ws.code, ws.code_git)
+        self.main = GitRepo.adopt(ws.code, ws.code_git)
+        self.code = self.main  # the repository the turn works in: main, or the lane's from lane_turn on
+        self.lane, self.integrator = lane, integrator
+        self.tree = lane.tree if lane is not None else ws.code
         self.canon_store = CanonStore(ws.canon)
         self.journal = Journal.for_role(ws, "build")
         self.dir = ws.role_dir("build")
-        self.subreaper = become_subreaper()
-        # which agent set-up a failure belongs to: a changed banach.toml or --agent-command gets a fresh try
-        agent_setup = {"command": self.options.agent_command, "build": ws.config.build.model_dump(mode="json"),
-                       "agents": {name: preset.model_dump(mode="json") for name, preset in ws.config.agents.items()}}
-        self.agent_setup = hashlib.sha256(json.dumps(agent_setup, sort_keys=True).encode()).hexdigest()[:16]
+        # a subreaper collects any orphan's exit, which is safe only while one child runs at a time: lanes run several
+        self.subreaper = become_subreaper() if lane is None else False
+        self.agent_setup = agent_setup(ws, self.options.agent_command)
         # the model gateway, when a rung talks to a provider through it (build-loop's CLI starts it before build
         # restricts itself); what this run has spent through it
         self.gateway = gateway if gateway is not None or self.options.agent_command else gateway_for(ws)
-        self.run_tokens, self.run_cost = 0, 0.0
-        self.measure = Measurer(ws, self.canon_store, self.dir, self._limits())
+        self.owns_gateway = owns_gateway
+        self.spend = spend or Spend()  # what this run has spent through the gateway, shared by lanes
+        self.measure = Measurer(ws, self.canon_store, self.dir, self._limits(), tree=self.tree)
 
     def close(self) -> None:
-        if self.gateway is not None:
+        if self.gateway is not None and self.owns_gateway:
             self.gateway.stop()
         self.journal.close()
 
     def run_budget_spent(self) -> str:
         """Why this run may not start another turn through the gateway, or ""."""
-        return budgets.run_spent(self.ws.config.gateway, self.run_tokens, self.run_cost)
+        return budgets.run_spent(self.ws.config.gateway, self.spend.tokens, self.spend.cost)
 
     # one iteration ------------------------------------------------------------------------------
     def iterate(self) -> Outcome:
@@ -122,9 +128,15 @@ class Governor:
         return Limits(max_processes=build.max_processes, memory_bytes=build.max_memory_bytes,
                       file_bytes=build.max_file_bytes, output_bytes=build.max_output_bytes)
 
+    def lane_turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory, n: int, base: str) -> Outcome:
+        """One turn in this governor's lane, from base, numbered n by the scheduler (build_loop/workers.py)."""
+        assert self.lane is not None
+        self.code = self.lane.repo(self.main, base)
+        return self._turn(plan, item, canon, history, n)
+
     # the turn, stage by stage -------------------------------------------------------------------
-    def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory) -> Outcome:
-        turn = self._checkpoint(plan, item, canon, history)
+    def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory, n: int | None = None) -> Outcome:
+        turn = self._checkpoint(plan, item, canon, history, n)
         try:
             if not turn.before.failing:
                 return self._already_green(turn)
@@ -137,9 +149,9 @@ class Governor:
         finally:
             shutil.rmtree(turn.scratch, ignore_errors=True)
 
-    def _checkpoint(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory) -> Turn:
+    def _checkpoint(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory, n: int | None) -> Turn:
         """The turn's number, folders, checkpoint and refs, and the sensors' reading there."""
-        n = next_iteration(self.journal)
+        n = n if n is not None else next_iteration(self.journal)
         scratch = self.dir / "tmp" / f"iteration-{n}"
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
@@ -152,7 +164,7 @@ class Governor:
                     self.code.ref_state(), canon_dir, sensors, before, rung=self._rung(history))
 
     def _already_green(self, turn: Turn) -> Outcome:
-        self.journal.append("iteration.started", {**turn.base, "checkpoint": turn.checkpoint,
+        self.journal.append("iteration.started", {**self._where(turn), "checkpoint": turn.checkpoint,
                                                   "refs": guards.refs_json(turn.refs), "agent": None})
         self.journal.append("iteration.ended", {**turn.base, "decision": "already_green",
                                                 "reason": "every sensor is green at the checkpoint; nothing to improve"})
@@ -164,7 +176,7 @@ class Governor:
             self.ws, item=turn.item, canon_version=turn.canon.version, iteration=turn.n,
             canon_slice=turn.canon.slice(turn.item.requirements), negative_knowledge=turn.history.negative[-5:],
             feedback=turn.before.excerpts,
-            context=context_outputs(self.ws, turn.scratch, self._limits(), reap_orphans=self.subreaper),
+            context=context_outputs(self.ws, turn.scratch, self._limits(), reap_orphans=self.subreaper, tree=self.tree),
         )
         turn.folder.mkdir(parents=True, exist_ok=True)
         write_text(turn.folder / "prompt.md", turn.prompt)
@@ -178,7 +190,7 @@ class Governor:
         gateway = self.ws.config.gateway
         item = budgets.item_spent(self.journal, turn.item.id, turn.canon.version) if (
             gateway.max_item_tokens or gateway.max_item_cost_usd) else (0, 0.0)
-        allowance = budgets.allowance(gateway, item, (self.run_tokens, self.run_cost))
+        allowance = budgets.allowance(gateway, item, (self.spend.tokens, self.spend.cost))
         why, source = budgets.exhausted(allowance)
         if why:
             return self._budget_spent(turn, why, source)
@@ -208,11 +220,16 @@ class Governor:
             if turn.lease is not None and self.gateway is not None:
                 self.gateway.close(turn.lease)
             raise
-        self.journal.append("iteration.started", {**turn.base, "checkpoint": turn.checkpoint,
+        self.journal.append("iteration.started", {**self._where(turn), "checkpoint": turn.checkpoint,
                                                   "refs": guards.refs_json(turn.refs), "agent": turn.invocation.label,
                                                   "rung": turn.rung, "failing_before": turn.before.failing})
         current_turn.started(self.dir, n=turn.n, item=turn.item.id, agent=turn.invocation.label,
-                             turn_timeout=self.options.turn_timeout or self.ws.config.build.turn_timeout)
+                             turn_timeout=self.options.turn_timeout or self.ws.config.build.turn_timeout,
+                             lane=self.lane.number if self.lane else None)
+
+    def _where(self, turn: Turn) -> dict[str, Any]:
+        """The turn's identity as journaled, with its lane when it has one (recovery reads it)."""
+        return {**turn.base, "lane": self.lane.number} if self.lane is not None else turn.base
 
     def _decide(self, turn: Turn) -> Outcome:
         self._run_agent(turn)
@@ -244,7 +261,7 @@ class Governor:
         relay = None
         if lease is not None and self.gateway is not None and self.ws.config.gateway.network == "gateway-only":
             relay = (self.gateway.socket_path, self.gateway.port)  # the agent's one way out: 127.0.0.1:port, relayed
-        argv = sandbox_argv(self.ws, invocation.argv, [self.ws.code, agent_scratch, *invocation.state_paths],
+        argv = sandbox_argv(self.ws, invocation.argv, [self.tree, agent_scratch, *invocation.state_paths],
                             gateway_relay=relay)
         env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
         env.update({"BANACH_PROMPT_FILE": str(turn.folder / "prompt.md"), "BANACH_ITEM": turn.item.id,
@@ -252,7 +269,7 @@ class Governor:
         env.update(agents.preset_env(invocation, agent_scratch))
         turn.control = self.code.control_files()
         try:
-            turn.ran = ran = run(Request(argv, cwd=self.ws.code, env=env, stdin=turn.prompt,
+            turn.ran = ran = run(Request(argv, cwd=self.tree, env=env, stdin=turn.prompt,
                                          timeout=self.options.turn_timeout or self.ws.config.build.turn_timeout,
                                          limits=self._limits()),
                                  reap_orphans=self.subreaper, cancel=self.cancel, halt=lease.halt if lease else None)
@@ -278,8 +295,7 @@ class Governor:
         for call in lease.calls:
             self.journal.append("model.call", {"n": turn.n, "item": turn.item.id, "canon_version": turn.canon.version,
                                                **call.as_json()})
-        self.run_tokens += lease.tokens
-        self.run_cost += lease.cost_usd or 0.0
+        self.spend.add(lease.tokens, lease.cost_usd or 0.0)
 
     def _rate_limited(self, turn: Turn) -> Outcome | None:
         """A usage or rate limit, seen by the gateway or in the CLI's own words: neither progress nor failure."""
@@ -312,8 +328,8 @@ class Governor:
         fenced = fence(self.code, turn.checkpoint, turn.item.scope, protected_patterns(self.ws), limits)
         if not fenced.capped and build.fix_commands:
             for command in build.fix_commands:
-                run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.ws.code, turn.scratch]),
-                            cwd=self.ws.code, env=self.measure.env(turn.canon_dir, turn.scratch), timeout=120,
+                run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.tree, turn.scratch]),
+                            cwd=self.tree, env=self.measure.env(turn.canon_dir, turn.scratch), timeout=120,
                             limits=self._limits()),
                     reap_orphans=self.subreaper)
             fenced = fenced.merge(fence(self.code, turn.checkpoint, turn.item.scope, protected_patterns(self.ws), limits))
@@ -343,11 +359,9 @@ class Governor:
         before = turn.before
         after = self.measure.read(turn.sensors, turn.canon_dir, turn.scratch)
         broke = regressions(before, after)
-        better = len(after.failing) < len(before.failing) or (
-            len(after.failing) == len(before.failing) and after.score > before.score)
         facts = {"changed": sorted(entries), "failing_after": after.failing, "regressions": broke,
                  "score_before": before.score, "score_after": after.score, "fingerprint": after.fingerprint}
-        if broke or not better:
+        if broke or not better(before, after):
             self._roll_back(turn)
             if broke:
                 reason = f"the ratchet: {len(broke)} check(s) that were green went red ({', '.join(broke[:5])})"
@@ -357,20 +371,32 @@ class Governor:
                 reason = f"no progress: {len(after.failing)} failing after, {len(before.failing)} before"
             excerpt = "\n".join(text for text in after.excerpts.values())[-3000:]
             return self._failed(turn, "rollback", reason, **facts, excerpt=excerpt, feedback=after.excerpts)
+        if self.integrator is not None:
+            return self._integrate(turn, entries, after, facts)
         commit = self._keep(turn, entries, after)
         write_json(self.dir / "readings" / "last-kept.json", {"commit": commit, **after.as_json()})
         return self._end(turn, "keep", f"failing {len(before.failing)} -> {len(after.failing)}", **facts, commit=commit)
 
+    def _integrate(self, turn: Turn, entries: dict[str, Entry | None], after: Reading, facts: dict[str, Any]) -> Outcome:
+        """A lane's kept change, onto main by the integrator: kept there, or rolled back as an attempt that failed."""
+        assert self.integrator is not None
+        self.code.rollback(turn.checkpoint)  # the lane is done with it: the entries are blobs already
+        integration = self.integrator.integrate(self.journal, turn, entries, after)
+        facts = {**facts, **integration.facts}
+        if integration.commit is None:
+            excerpt = "\n".join(integration.after.excerpts.values())[-3000:]
+            return self._failed(turn, "rollback", integration.reason, **facts, excerpt=excerpt,
+                                feedback=integration.after.excerpts)
+        write_json(self.dir / "readings" / "last-kept.json", {"commit": integration.commit,
+                                                               **integration.after.as_json()})
+        return self._end(turn, "keep", f"failing {len(turn.before.failing)} -> {len(after.failing)}", **facts,
+                         commit=integration.commit)
+
     def _keep(self, turn: Turn, entries: dict[str, Entry | None], after: Reading) -> str:
         """Commit exactly the blobs the fence kept (nothing written since), journal the intent, then publish."""
-        item = turn.item
-        commit, tree = self.code.commit_entries(
-            turn.checkpoint, entries,
-            f"{item.kind} {item.id}: {item.title}\n\n"
-            f"Kept by the governor: failing {len(turn.before.failing)} -> {len(after.failing)}.",
-            {trailers.ITEM: item.id, trailers.CANON_VERSION: str(turn.canon.version), trailers.ITERATION: str(turn.n)},
-            role="build")
-        self.journal.append("iteration.committing", {"n": turn.n, "item": item.id, "commit": commit, "tree": tree,
+        commit, tree = self.code.commit_entries(turn.checkpoint, entries, *commit_message(turn, turn.before, after),
+                                                role="build")
+        self.journal.append("iteration.committing", {"n": turn.n, "item": turn.item.id, "commit": commit, "tree": tree,
                                                      "parent": turn.checkpoint})
         self.code.publish(commit, turn.checkpoint)
         return commit
@@ -385,9 +411,9 @@ class Governor:
     def _end(self, turn: Turn, decision: str, reason: str, **extra: Any) -> Outcome:
         if turn.facts.get("budget_stop"):
             reason = f"{reason} (the gateway stopped the turn: {turn.facts['budget_stop']})"
-        record = {**turn.base, **turn.facts, "decision": decision, "reason": reason, **extra}
+        record = {**self._where(turn), **turn.facts, "decision": decision, "reason": reason, **extra}
         self.journal.append("iteration.ended", record)
-        current_turn.ended(self.dir)
+        current_turn.ended(self.dir, lane=self.lane.number if self.lane else None)
         write_json(turn.folder / "result.json", record)
         return Outcome(decision, f"iteration {turn.n} ({turn.item.id}): {decision}: {reason}", turn.n, turn.item.id,
                        extra.get("commit"), turn.facts.get("cost_usd"), extra.get("resets_at"), record)

@@ -78,8 +78,9 @@ def skipped_green(journal: Journal, plan_pass: int) -> set[str]:
 
 
 def next_iteration(journal: Journal) -> int:
-    last = journal.last("iteration.started")
-    return 1 if last is None else int(last.data["n"]) + 1
+    """One more than the highest iteration started: lanes start theirs out of order, so not merely the last row's."""
+    started = journal.rows("iteration.started")
+    return 1 + max((int(row.data["n"]) for row in started), default=0)
 
 
 def unblock_items(ws: Workspace, items: list[str]) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from build_loop.sensors import Reading, Sensor, read_sensors
 from canon.model import Canon
 from canon.store import CanonStore
-from shared.atomic import write_json
+from shared.atomic import file_lock, write_json
 from shared.contracts.fix_plan import Item
 from shared.export import remove_tree
 from shared.isolation import sandbox_argv
@@ -22,17 +22,25 @@ from shared.workspace import Workspace
 
 
 class Measurer:
-    def __init__(self, ws: Workspace, canon_store: CanonStore, state: Path, limits: Limits) -> None:
+    """tree: the work tree the sensors read, the code's own or a lane's (build_loop/lanes.py)."""
+
+    def __init__(self, ws: Workspace, canon_store: CanonStore, state: Path, limits: Limits, *,
+                 tree: Path | None = None) -> None:
         self.ws, self.canon_store, self.state, self.limits = ws, canon_store, state, limits
+        self.tree = tree or ws.code
 
     def canon_snapshot(self, canon: Canon) -> Path:
         """Build's own export of canon at this version, made once (a crash mid-export leaves no '.done')."""
         target = self.state / "canon" / canon.commit[:12]
         done = target.with_name(target.name + ".done")
-        if not done.exists():
-            remove_tree(target)
-            self.canon_store.git.export(canon.commit, target)
-            done.touch()
+        if done.exists():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with file_lock(target.with_name(target.name + ".lock"), what="exporting canon"):  # lanes may ask at once
+            if not done.exists():
+                remove_tree(target)
+                self.canon_store.git.export(canon.commit, target)
+                done.touch()
         return target
 
     def sensors(self, item: Item, canon: Canon, canon_dir: Path) -> list[Sensor]:
@@ -55,7 +63,7 @@ class Measurer:
         """What sensors and fix commands get: build.env_allow, canon's export, the work tree on PYTHONPATH."""
         env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
         env.update({"BANACH_CANON": str(canon_dir), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch),
-                    "PYTHONPATH": str(self.ws.code), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BANACH_PYTHON": sys.executable})
+                    "PYTHONPATH": str(self.tree), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BANACH_PYTHON": sys.executable})
         env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
         return env
 
@@ -64,7 +72,7 @@ class Measurer:
         def wrap(argv: tuple[str, ...]) -> tuple[str, ...]:
             return sandbox_argv(self.ws, argv, [scratch])
 
-        return read_sensors(sensors, self.ws.code, self.env(canon_dir, scratch), scratch, wrap, self.limits)
+        return read_sensors(sensors, self.tree, self.env(canon_dir, scratch), scratch, wrap, self.limits)
 
     def at_checkpoint(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
         key = hashlib.sha256(repr((head, [(s.name, s.argv, s.kind) for s in sensors])).encode()).hexdigest()[:24]

@@ -3,7 +3,10 @@ items wait for it, then age (the plan pass that first found it). Only from a fix
 canon and a commit in the code's history; done means claimed by a kept commit's trailer or found green here."""
 from __future__ import annotations
 
+from typing import Any
+
 from build_loop.history import skipped_green
+from canon.scope import may_overlap
 from canon.store import CanonStore
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
@@ -15,15 +18,25 @@ from shared.workspace import Workspace
 
 
 def pick(plan: FixPlan, *, done: set[str], blocked: set[str], first_seen: dict[str, int]) -> Item | None:
+    ready = ranked(plan, done=done, blocked=blocked, first_seen=first_seen)
+    return ready[0] if ready else None
+
+
+def ranked(plan: FixPlan, *, done: set[str], blocked: set[str], first_seen: dict[str, int],
+           in_flight: tuple[Item, ...] = ()) -> list[Item]:
+    """Every item that may start now, most important first: open, not blocked, no open dependency, and (with parallel
+    workers) not in flight and with a write scope that cannot overlap any item's in flight."""
     open_ids = {item.id for item in plan.items} - done
+    flying = {item.id for item in in_flight}
     candidates = [
         item for item in plan.items
-        if item.id in open_ids and item.id not in blocked and not (set(item.depends_on) & open_ids)
+        if item.id in open_ids and item.id not in blocked and item.id not in flying
+        and not (set(item.depends_on) & open_ids)
+        and not any(may_overlap(item.scope, other.scope) for other in in_flight)
     ]
-    if not candidates:
-        return None
     waiting = {item.id: sum(item.id in other.depends_on for other in plan.items) for item in plan.items}
-    return min(candidates, key=lambda item: (item.priority, -waiting[item.id], first_seen.get(item.id, 1 << 30), item.id))
+    return sorted(candidates,
+                  key=lambda item: (item.priority, -waiting[item.id], first_seen.get(item.id, 1 << 30), item.id))
 
 
 def current_plan(ws: Workspace, canon_store: CanonStore, code: GitRepo) -> tuple[FixPlan | None, str]:
@@ -40,19 +53,35 @@ def current_plan(ws: Workspace, canon_store: CanonStore, code: GitRepo) -> tuple
     return plan, ""
 
 
+def done_items(journal: Journal, code: GitRepo, plan: FixPlan) -> set[str]:
+    """Claimed by a kept commit's trailer since the plan's commit, or found green here against this fix_plan."""
+    claimed = {value for _, value in code.commits_with_trailer(plan.code_commit, "HEAD", trailers.ITEM)}
+    return claimed | skipped_green(journal, plan.pass_seq)
+
+
+def ready_items(ws: Workspace, journal: Journal, code: GitRepo, plan: FixPlan, in_flight: tuple[Item, ...]) -> list[Item]:
+    """What parallel workers may start now, most important first (see ranked)."""
+    blocked = set(current_blocks(journal, plan.canon_version))
+    return ranked(plan, done=done_items(journal, code, plan), blocked=blocked, first_seen=_first_seen(ws),
+                  in_flight=in_flight)
+
+
 def next_item(ws: Workspace, journal: Journal, code: GitRepo, plan: FixPlan) -> tuple[Item | None, str]:
     """The item to work on, or None and why there is none (naming each blocked item and how to unblock it)."""
     blocks = current_blocks(journal, plan.canon_version)
-    claimed = {value for _, value in code.commits_with_trailer(plan.code_commit, "HEAD", trailers.ITEM)}
-    done = claimed | skipped_green(journal, plan.pass_seq)
+    done = done_items(journal, code, plan)
     item = pick(plan, done=done, blocked=set(blocks), first_seen=_first_seen(ws))
     if item is not None:
         return item, ""
+    return None, why_nothing(plan, done, blocks)
+
+
+def why_nothing(plan: FixPlan, done: set[str], blocks: dict[str, Any]) -> str:
     if blocks and len(plan.items) > len(done):
         lines = [explain(item_id, block) for item_id, block in sorted(blocks.items())]
-        return None, (f"nothing to do: {len(blocks)} item(s) blocked, the rest done or waiting on them:\n  "
-                      + "\n  ".join(lines) + f"\n{UNBLOCK_HINT}")
-    return None, "nothing open that build has not already done: waiting for plan-loop to re-measure"
+        return (f"nothing to do: {len(blocks)} item(s) blocked, the rest done or waiting on them:\n  "
+                + "\n  ".join(lines) + f"\n{UNBLOCK_HINT}")
+    return "nothing open that build has not already done: waiting for plan-loop to re-measure"
 
 
 def _first_seen(ws: Workspace) -> dict[str, int]:

@@ -52,14 +52,15 @@ def render(ws: Workspace, **values: Any) -> str:
         raise ConfigError(f"{where}: the prompt template does not render: {exc}") from None
 
 
-def context_outputs(ws: Workspace, scratch: Path, limits: Limits, *, reap_orphans: bool) -> list[dict[str, str]]:
-    """build.context_commands' output for the prompt. They read the work tree the agent wrote: they run sandboxed
-    like the agent, read-only on it."""
+def context_outputs(ws: Workspace, scratch: Path, limits: Limits, *, reap_orphans: bool,
+                    tree: Path | None = None) -> list[dict[str, str]]:
+    """build.context_commands' output for the prompt. They read the work tree the agent wrote (the code's, or the
+    turn's lane): they run sandboxed like the agent, read-only on it."""
     out = []
     env = {key: os.environ[key] for key in ws.config.build.env_allow if key in os.environ}
     env.update({"TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1"})
     for command in ws.config.build.context_commands:
         argv = sandbox_argv(ws, ("/bin/sh", "-c", command), [scratch])
-        result = run(Request(argv, cwd=ws.code, env=env, timeout=60, limits=limits), reap_orphans=reap_orphans)
+        result = run(Request(argv, cwd=tree or ws.code, env=env, timeout=60, limits=limits), reap_orphans=reap_orphans)
         out.append({"command": command, "output": "\n".join((result.stdout + result.stderr).splitlines()[-80:])})
     return out

@@ -6,31 +6,34 @@ import time
 from collections.abc import Callable
 
 from build_loop.governor import Governor, Outcome
+from canon.store import CanonStore
+from shared.config import BuildConfig
 from shared.daemon import Stopper
 from shared.journal import Journal
 from shared.watch import Watcher
+from shared.workspace import Workspace
 
 MAX_LIMIT_WAIT = 6 * 3600.0
 
 
-def _budget_hit(governor: Governor, turns: int, started: float, cost: float) -> str:
-    build = governor.ws.config.build
+def budget_hit(build: BuildConfig, turns: int, started: float, cost: float, gateway_spent: str) -> str:
+    """Which of the run's budgets is spent ("" when none): turns, wall-clock, cost, and the gateway's run budget."""
     if build.max_turns and turns >= build.max_turns:
         return f"turn budget: {turns} of {build.max_turns} turns used"
     if build.max_seconds and time.monotonic() - started >= build.max_seconds:
         return f"time budget: {build.max_seconds:g}s of wall-clock used"
     if build.max_cost_usd and cost >= build.max_cost_usd:
         return f"cost budget: ${cost:.2f} of ${build.max_cost_usd:.2f} reported by the agent or the gateway"
-    return governor.run_budget_spent()
+    return gateway_spent
 
 
-def _before_first_plan(governor: Governor) -> str:
+def before_first_plan(ws: Workspace) -> str:
     """What build waits for before plan has written any fix_plan: plan's pass, said so a person knows why."""
-    version = governor.canon_store.version()
+    version = CanonStore(ws.canon).version()
     if version == 0:
         return ("build-loop: no fix_plan yet: canon has no requirements, so there is nothing to measure; add some with "
                 "'spec-loop edit' or 'spec-loop add', and plan-loop measures them")
-    journal = Journal.reader(governor.ws.journal_path("plan"))
+    journal = Journal.reader(ws.journal_path("plan"))
     running = first = False
     if journal is not None:
         with journal:
@@ -48,7 +51,7 @@ def _before_first_plan(governor: Governor) -> str:
 
 def _waiting(governor: Governor, outcome: Outcome) -> str:
     if outcome.decision == "idle" and not governor.ws.fix_plan_json.exists():
-        return _before_first_plan(governor)
+        return before_first_plan(governor.ws)
     return outcome.message
 
 
@@ -63,7 +66,7 @@ def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Sto
     watcher.start()
     try:
         while not stopper.stopping:
-            budget = _budget_hit(governor, turns, started, cost)
+            budget = budget_hit(ws.config.build, turns, started, cost, governor.run_budget_spent())
             if budget:
                 governor.journal.append("run.budget_exhausted", {"budget": budget, "turns": turns, "cost_usd": cost})
                 echo(f"build-loop: stopping cleanly: {budget}")

@@ -1,6 +1,7 @@
 """One iteration as a value: what the governor knows about a turn, filled in stage by stage (see governor.py)."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,20 @@ class Options:
 
     agent_command: str = ""
     turn_timeout: float | None = None
+
+
+@dataclass
+class Spend:
+    """Tokens and cost this run has spent through the gateway, added to by every lane's turns."""
+
+    tokens: int = 0
+    cost: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, tokens: int, cost: float) -> None:
+        with self.lock:
+            self.tokens += tokens
+            self.cost += cost
 
 
 @dataclass(frozen=True)

@@ -47,3 +47,30 @@ def overlap(left: tuple[str, ...], right: tuple[str, ...], known_paths: list[str
         if not any(ch in pattern for ch in "*?") and matches(pattern, left):
             shared.append(pattern)
     return sorted(set(shared))
+
+
+def _fixed_folder(pattern: str) -> str:
+    """The folder a glob cannot leave: its path up to the last '/' before the first wildcard ('' for the root)."""
+    cut = min((pattern.index(ch) for ch in "*?[" if ch in pattern), default=len(pattern))
+    return pattern[:cut].rpartition("/")[0]
+
+
+def may_overlap(left: tuple[str, ...] | list[str], right: tuple[str, ...] | list[str]) -> bool:
+    """Whether some path, existing or not yet written, could be granted by both scopes. Conservative for two globs:
+    they may overlap unless their fixed folders are apart (neither inside the other)."""
+    return any(_may_overlap(a, b) for a in left for b in right)
+
+
+def _may_overlap(a: str, b: str) -> bool:
+    a_glob, b_glob = any(ch in a for ch in "*?"), any(ch in b for ch in "*?")
+    if a_glob and b_glob:
+        x, y = _fixed_folder(a), _fixed_folder(b)
+        return not x or not y or x == y or x.startswith(y + "/") or y.startswith(x + "/")
+    if a_glob or b_glob:
+        literal, pattern = (a, b) if b_glob else (b, a)
+        if literal.endswith("/"):  # a folder: anything under it
+            folder = literal.rstrip("/")
+            fixed = _fixed_folder(pattern)
+            return fixed == folder or fixed.startswith(folder + "/") or folder.startswith(fixed + "/") or not fixed
+        return matches(literal, (pattern,))
+    return a.rstrip("/") == b.rstrip("/") or (a.endswith("/") and b.startswith(a)) or (b.endswith("/") and a.startswith(b))

@@ -70,6 +70,8 @@ class BuildConfig(Model):
     ladder: tuple[str, ...] = Field((), description="agent presets to climb on stalls, cheapest first")
     turn_timeout: float = Field(600.0, gt=0, description="wall-clock seconds for one agent turn")
     max_attempts: int = Field(4, ge=1, description="attempts on one item before it is blocked")
+    workers: int = Field(1, ge=1, le=32, description="items worked at once, each in its own work tree (a lane) from "
+                         "the same base commit; one integrator re-measures each kept change on main before committing it")
     stall_patience: int = Field(2, ge=1, description="iterations without progress on an item before climbing a rung")
     sensors: tuple[SensorConfig, ...] = Field((), description="build's own sensors, run after every turn")
     fix_commands: tuple[str, ...] = Field((), description="formatters or autofix run after the fence, before sensors")

@@ -367,6 +367,18 @@ class GitRepo:
         self._git("reset", "-q", "--hard", rev)
         self._git("clean", "-q", "-ffdx")
 
+    def reset_branch(self, branch: str, rev: str) -> None:
+        """HEAD on branch, the branch at rev, the work tree and index exactly rev (a lane before its turn)."""
+        self._git("update-ref", branch, rev)
+        self._git("symbolic-ref", "HEAD", branch)
+        self.rollback(rev)
+
+    def check_out(self, rev: str) -> None:
+        """The work tree and index become exactly rev, and the branch does not move: what the integrator measures
+        before it publishes (a crash here is undone by rollback to HEAD)."""
+        self._git("read-tree", "-u", "--reset", rev)
+        self._git("clean", "-q", "-ffdx")
+
     CONTROL_FILES = ("config", "info/attributes", "info/exclude", "objects/info/alternates", "commondir", "shallow")
 
     def control_files(self) -> dict[str, bytes | None]:

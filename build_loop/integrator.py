@@ -1,0 +1,99 @@
+"""The integrator: with lanes (build.workers > 1), the only writer of the code's main branch.
+
+A lane keeps a change by its own sensors against the turn's base commit. Main may have moved since (other lanes'
+changes kept meanwhile), so the change is applied onto main as it is now and judged again there:
+
+    main still at the base  -> the tree judged in the lane is exactly the tree to commit: commit it
+    a kept path also changed on main since the base -> conflict: rolled back, the item returns with that knowledge
+    otherwise -> main's work tree shows the result (the branch does not move), the item's sensors and the ratchet
+                 run on it against main's own reading; green and better: commit; else roll back
+
+One integration at a time (a lock), and the commit is journaled ('iteration.committing') before it is published,
+as for a single worker: after a crash, recovery keeps it only if main is exactly that commit.
+"""
+from __future__ import annotations
+
+import shutil
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from build_loop.measure import Measurer
+from build_loop.sensors import Reading, regressions
+from build_loop.turn import Turn
+from shared.contracts import trailers
+from shared.git import Entry, GitRepo
+from shared.journal import Journal
+
+
+@dataclass(frozen=True)
+class Integration:
+    commit: str | None  # the commit now on main, or None: rolled back
+    reason: str
+    after: Reading  # main's reading with the change (the lane's when main had not moved)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def better(before: Reading, after: Reading) -> bool:
+    return len(after.failing) < len(before.failing) or (
+        len(after.failing) == len(before.failing) and after.score > before.score)
+
+
+def commit_message(turn: Turn, before: Reading, after: Reading) -> tuple[str, dict[str, str]]:
+    item = turn.item
+    message = (f"{item.kind} {item.id}: {item.title}\n\n"
+               f"Kept by the governor: failing {len(before.failing)} -> {len(after.failing)}.")
+    return message, {trailers.ITEM: item.id, trailers.CANON_VERSION: str(turn.canon.version),
+                     trailers.ITERATION: str(turn.n)}
+
+
+class Integrator:
+    def __init__(self, code: GitRepo, measure: Measurer) -> None:
+        self.code, self.measure = code, measure  # main's repository, and sensors that read main's work tree
+        self.lock = threading.Lock()
+
+    def integrate(self, journal: Journal, turn: Turn, entries: dict[str, Entry | None], after: Reading) -> Integration:
+        with self.lock:
+            main = self.code.head()
+            assert main is not None
+            if main == turn.checkpoint:
+                commit = self._publish(journal, turn, main, entries, turn.before, after)
+                return Integration(commit, "", after, {"integrated_on": main, "remeasured_on_main": False})
+            clash = sorted(set(entries) & set(self.code.diff_names(turn.checkpoint, main)))
+            if clash:
+                return Integration(None, f"integration: {', '.join(clash[:5])} also changed on main since the turn's "
+                                   f"base {turn.checkpoint[:12]}; rolled back, to be tried again from main {main[:12]}",
+                                   after, {"integration": "conflict", "integrated_on": main, "conflicts": clash})
+            return self._remeasure(journal, turn, main, entries)
+
+    def _remeasure(self, journal: Journal, turn: Turn, main: str, entries: dict[str, Entry | None]) -> Integration:
+        scratch = turn.scratch / "integration"
+        scratch.mkdir(parents=True, exist_ok=True)
+        try:
+            before = self.measure.at_checkpoint(main, turn.sensors, turn.canon_dir, scratch)
+            trial, _ = self.code.commit_entries(main, entries, *commit_message(turn, before, before), role="build")
+            self.code.check_out(trial)
+            after = self.measure.read(turn.sensors, turn.canon_dir, scratch)
+        except BaseException:
+            self.code.rollback(main)
+            raise
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        facts = {"integrated_on": main, "remeasured_on_main": True, "main_failing_before": before.failing,
+                 "main_failing_after": after.failing}
+        broke = regressions(before, after)
+        if broke or not better(before, after):
+            self.code.rollback(main)
+            why = (f"{len(broke)} check(s) green on main went red with it ({', '.join(broke[:5])})" if broke else
+                   f"no progress on main: {len(after.failing)} failing after, {len(before.failing)} before")
+            return Integration(None, f"integration onto main {main[:12]}: {why}; rolled back", after,
+                               {**facts, "integration": "red", "main_regressions": broke})
+        return Integration(self._publish(journal, turn, main, entries, before, after), "", after, facts)
+
+    def _publish(self, journal: Journal, turn: Turn, main: str, entries: dict[str, Entry | None], before: Reading,
+                 after: Reading) -> str:
+        commit, tree = self.code.commit_entries(main, entries, *commit_message(turn, before, after), role="build")
+        journal.append("iteration.committing", {"n": turn.n, "item": turn.item.id, "commit": commit, "tree": tree,
+                                                "parent": main})
+        self.code.publish(commit, main)
+        return commit
