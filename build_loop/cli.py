@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import click
@@ -9,15 +10,19 @@ import click
 from build_loop.agent_check import check_agents
 from build_loop.agents import all_state_paths
 from build_loop.gateway.keys import drop_key_variables, store_key
-from build_loop.gateway.server import gateway_for, uses_gateway
+from build_loop.gateway.server import Gateway, gateway_for, uses_gateway
 from build_loop.governor import Governor, Options
 from build_loop.history import unblock_items
 from build_loop.report import iteration_text, latest_iteration, summary, transcript
 from build_loop.run import serve_build
+from build_loop.turn import Outcome
+from build_loop.workers import serve_workers
 from canon.store import CanonStore
 from shared.boundary import run_cli, workspace_option
+from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.daemon import Stopper
 from shared.isolation import restrict_self
+from shared.journal import Journal
 from shared.workspace import Workspace
 
 agent_command_option = click.option("--agent-command", default="", metavar="CMD",
@@ -27,7 +32,8 @@ turn_timeout_option = click.option("--turn-timeout", type=float, default=None, m
                                    help="wall-clock seconds for one agent turn (default: build.turn_timeout)")
 
 
-def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, stopper: Stopper | None = None) -> Governor:
+def _prepare(workspace: Path, agent_command: str) -> tuple[Workspace, Gateway | None]:
+    """The workspace and its model gateway (when a rung uses one), with build restricted to its own stores."""
     ws = Workspace.open(workspace)
     if not agent_command and uses_gateway(ws):
         drop_key_variables(ws)  # starts build-loop again without the key variables (returns when there are none)
@@ -40,6 +46,11 @@ def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, s
     first = ws.config.agents.get(ws.config.build.agent)
     if not agent_command and first is not None and first.preset == "sim":
         click.echo("build-loop: the agent is SIMULATED (a scripted stand-in for an LLM)", err=True)
+    return ws, gateway
+
+
+def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, stopper: Stopper | None = None) -> Governor:
+    ws, gateway = _prepare(workspace, agent_command)
     return Governor(ws, Options(agent_command, turn_timeout), cancel=stopper.event if stopper else None, gateway=gateway)
 
 
@@ -53,20 +64,49 @@ def cli() -> None:
     """
 
 
+def _outcome_json(outcome: Outcome, ws: Workspace) -> dict[str, object]:
+    """What `once --json` prints: the human line's facts, and the items blocked now (what nothing can progress on)."""
+    version = CanonStore(ws.canon).version()
+    journal = Journal.reader(ws.journal_path("build"))
+    blocks: dict[str, dict[str, object]] = {}
+    if journal is not None:
+        with journal:
+            blocks = current_blocks(journal, version)
+    return {
+        "decision": outcome.decision, "item": outcome.item, "iteration": outcome.n, "commit": outcome.commit,
+        "cost_usd": outcome.cost_usd, "resets_at": outcome.resets_at,
+        "reason": str(outcome.details.get("reason") or outcome.message), "message": outcome.message,
+        "canon_version": version,
+        "blocked": [{"item": item, "attempts": block.get("attempts"), "explanation": explain(item, block)}
+                    for item, block in sorted(blocks.items())],
+        "unblock_hint": UNBLOCK_HINT if blocks else "",
+    }
+
+
 @cli.command()
 @workspace_option
 @agent_command_option
 @turn_timeout_option
-def once(workspace: Path, agent_command: str, turn_timeout: float | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="print one JSON object: decision, item, iteration, commit, cost_usd, reason, message, blocked items")
+@click.pass_context
+def once(ctx: click.Context, workspace: Path, agent_command: str, turn_timeout: float | None, as_json: bool) -> None:
     """Run one iteration: pick, checkpoint, agent turn, guards, fence, sensors, keep or roll back.
 
-    Example: build-loop once --agent-command ./my-agent.sh --turn-timeout 120
+    SIGINT or SIGTERM ends the agent's turn, rolls it back and journals it (as 'build-loop run' does); the exit
+    code is then 128 + the signal's number.
+
+    Example: build-loop once --agent-command ./my-agent.sh --turn-timeout 120 --json
     """
-    governor = _governor(workspace, agent_command, turn_timeout)
+    stopper = Stopper().install()
+    governor = _governor(workspace, agent_command, turn_timeout, stopper)
     try:
-        click.echo(governor.iterate().message)
+        outcome = governor.iterate()
     finally:
         governor.close()
+    click.echo(json.dumps(_outcome_json(outcome, governor.ws)) if as_json else outcome.message)
+    if stopper.signal_name:
+        ctx.exit(128 + int(signal.Signals[stopper.signal_name]))
 
 
 @cli.command()
@@ -74,12 +114,21 @@ def once(workspace: Path, agent_command: str, turn_timeout: float | None) -> Non
 @agent_command_option
 @turn_timeout_option
 def run(workspace: Path, agent_command: str, turn_timeout: float | None) -> None:
-    """Iterate until stopped (SIGTERM) or a budget runs out; wait for plan when nothing is open.
+    """Iterate until stopped (SIGTERM) or a budget runs out; wait for plan when nothing is open. With
+    build.workers = N > 1, up to N items at once, each in its own lane.
 
     Example: build-loop run --workspace ws
     """
     stopper = Stopper().install()
-    governor = _governor(workspace, agent_command, turn_timeout, stopper)
+    ws, gateway = _prepare(workspace, agent_command)
+    if ws.config.build.workers > 1:
+        try:
+            serve_workers(ws, Options(agent_command, turn_timeout), gateway=gateway, echo=click.echo, stopper=stopper)
+        finally:
+            if gateway is not None:
+                gateway.stop()
+        return
+    governor = Governor(ws, Options(agent_command, turn_timeout), cancel=stopper.event, gateway=gateway)
     try:
         serve_build(governor, echo=lambda line: click.echo(line), stopper=stopper)
     finally:

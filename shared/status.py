@@ -18,7 +18,8 @@ from shared.workspace import LOOP_ROLES, ROLES, Workspace
 def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0,
               "ladder_climbs": 0, "blocked": 0, "scope_fighting": 0, "last_agent": "", "agent_failed": 0, "last_failure": None,
-              "rate_limited": 0, "model": {"calls": 0, "tokens": 0, "cost_usd": 0.0, "priced": True}}
+              "rate_limited": 0, "model": {"calls": 0, "tokens": 0, "cost_usd": 0.0, "priced": True},
+              "run": None}
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
         return counts
@@ -37,6 +38,12 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
                                           counts["last_failure"] if decision == "already_green" else None)
                 if key:
                     counts[key] += 1
+                _count_run(counts["run"], row.data, row.ts)
+            elif row.kind == "loop.started":  # this run's throughput, and how many workers it has
+                counts["run"] = {"started": row.ts, "workers": int(row.data.get("workers") or 1), "turns": 0,
+                                 "keeps": 0, "integration_rollbacks": 0, "last": row.ts, "stopped": False}
+            elif row.kind == "loop.stopped" and counts["run"] is not None:
+                counts["run"]["stopped"] = True
             elif row.kind == "iteration.started":
                 counts["last_agent"] = row.data.get("agent") or ""
             elif row.kind == "model.call":  # through the gateway: what the model was asked for, and what it cost
@@ -57,6 +64,15 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts["blocked"] = len(blocks)
     counts["blocked_items"] = [explain(item, block) for item, block in sorted(blocks.items())]
     return counts
+
+
+def _count_run(run: dict[str, Any] | None, data: dict[str, Any], ts: float) -> None:
+    if run is None or data.get("decision") in ("already_green", "interrupted"):
+        return
+    run["turns"] += 1
+    run["keeps"] += data.get("decision") == "keep"
+    run["integration_rollbacks"] += bool(data.get("integration"))
+    run["last"] = ts
 
 
 def _pass_number(ws: Workspace, plan: fix_plan_file.FixPlan) -> int | None:
@@ -86,7 +102,8 @@ def status(ws: Workspace) -> dict[str, Any]:
     fresh_plan = plan is not None and plan.canon_version == canon_version and plan.code_commit == head
     backend = ws.config.isolation.backend
     processes = {p.role: {"state": p.state, "pid": p.pid} for p in supervisor.states(ws)}
-    now = current_turn.read(ws.role_dir("build"))
+    turns = current_turn.read_all(ws.role_dir("build"))
+    now = next((turn for turn in turns if turn.lane is None), None)
     return {
         "workspace": str(ws.root),
         "canon_version": canon_version,
@@ -110,6 +127,8 @@ def status(ws: Workspace) -> dict[str, Any]:
         "plan_passes": len(history.passes),
         "build": build_counts(ws, canon_version),
         "now": now.as_json() if now is not None else None,  # the agent turn running now, or a stale record of one
+        "workers": ws.config.build.workers,
+        "lanes": [turn.as_json() for turn in turns if turn.lane is not None],  # with workers: each lane's turn
         "agent": _agent_label(ws),
         "isolation": {
             "backend": backend,
@@ -154,6 +173,25 @@ def _describe_now(now: dict[str, Any]) -> str:
     return f"{what}, running {now['seconds']} s"
 
 
+def _describe_workers(info: dict[str, Any]) -> list[str]:
+    """With build.workers > 1: what each lane does now, and this run's throughput."""
+    run = info["build"].get("run")
+    workers = max(info.get("workers", 1), run["workers"] if run else 1)
+    if workers <= 1:
+        return []
+    busy = {turn["lane"]: turn for turn in info.get("lanes", [])}
+    lines = [f"workers     {workers} lanes" + ("" if busy else ": none running a turn now")]
+    for lane in sorted(busy):
+        lines.append(f"  lane {lane}    {_describe_now(busy[lane])}")
+    if run and run["turns"]:
+        minutes = max((run["last"] - run["started"]) / 60.0, 1e-9)
+        lines.append(f"throughput  {run['keeps']} kept of {run['turns']} turns in {minutes:.1f} min "
+                     f"({run['keeps'] / minutes:.1f} kept per minute) this run"
+                     + (f"; {run['integration_rollbacks']} rolled back at integration onto main"
+                        if run["integration_rollbacks"] else ""))
+    return lines
+
+
 def render(info: dict[str, Any]) -> str:
     lines = [
         f"workspace   {info['workspace']}",
@@ -168,6 +206,7 @@ def render(info: dict[str, Any]) -> str:
     ]
     if info["now"]:
         lines.append(f"now         {_describe_now(info['now'])}")
+    lines.extend(_describe_workers(info))
     if info["build"]["last_agent"]:
         lines.append(f"last turn   {info['build']['last_agent']}")  # a ladder rung or --agent-command may differ
     plan = info["fix_plan"]

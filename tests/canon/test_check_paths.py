@@ -146,3 +146,15 @@ def test_any_text_gives_relative_paths_inside_the_code_or_none(command: str) -> 
         assert not path.startswith(("/", "~", "$", "-")) and ".." not in path.split("/")
         assert not any(ch in path for ch in " \t\n'\"*?[]{}:=,$")
         assert as_path(path) == path.removeprefix("./") or path.endswith("/")
+
+
+def test_scopes_that_may_overlap_are_told_apart_from_those_that_cannot() -> None:
+    """What keeps two parallel workers off each other's files: conservative for globs, exact for files."""
+    from canon.scope import may_overlap
+
+    assert may_overlap(("a.py",), ("a.py",)) and not may_overlap(("a.py",), ("b.py",))
+    assert may_overlap(("src/**",), ("src/x/y.py",)) and not may_overlap(("src/**",), ("lib/x.py",))
+    assert may_overlap(("src/**",), ("src/x/*.py",)) and not may_overlap(("src/a/**",), ("src/b/**",))
+    assert may_overlap(("**/*.py",), ("src/b/**",))  # a glob from the root may reach anywhere
+    assert may_overlap(("src/",), ("src/a.py",)) and may_overlap(("src/",), ("src/*.py",))
+    assert not may_overlap(("lib/",), ("src/*.py",))
