@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 from matplotlib.transforms import Bbox
 
 from shared.monitor import OFFSET, Diagnosis, Fit
-from shared.series import History, PlanPass, diagnose_segment, read_history
+from shared.series import History, LaneTurn, PlanPass, diagnose_segment, read_history
 from shared.workspace import Workspace
 
 EVENT_STYLE = {  # kind: (marker, colour, legend label); a turn's decision, or something build did after one
@@ -179,9 +179,14 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0) ->
     passes = list(history.passes)
     segment = history.current_segment()
     diagnosis = diagnose_segment(segment)
-    fig = Figure(figsize=(9, 5.8), dpi=110, layout="constrained")
+    lanes = history.lanes
+    fig = Figure(figsize=(9, 7.6 if lanes else 5.8), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
-    ax = fig.subplots()
+    if lanes:
+        ax, lanes_ax = fig.subplots(2, 1, height_ratios=(3, 1.25))
+        draw_lanes(lanes_ax, lanes)
+    else:
+        ax = fig.subplots()
     ax.set_gid("residual-axes")
     ax.set_yscale("function", functions=(_to_axis, _from_axis))
     start = 1
@@ -261,6 +266,31 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0) ->
     _legend_below(fig, handles, labels)
     _place_canon_labels(fig, ax, canon_labels)
     return fig, diagnosis
+
+
+LANE_COLOURS = {"keep": "#2ca02c", "rollback": "#d62728", "stall": "#7f7f7f"}
+
+
+def draw_lanes(ax: Axes, lanes: Sequence[LaneTurn]) -> None:
+    """The parallel workers of the latest run: one row per lane, one bar per turn over wall-clock time, coloured by
+    what came of it; the title gives the throughput."""
+    ax.set_gid("lanes-axes")
+    origin = min(turn.start for turn in lanes)
+    scale, unit = (60.0, "min") if max(turn.end for turn in lanes) - origin > 300 else (1.0, "s")
+    for turn in lanes:
+        ax.barh(turn.lane, (turn.end - turn.start) / scale, left=(turn.start - origin) / scale, height=0.6,
+                color=LANE_COLOURS.get(turn.decision, "#bcbd22"), edgecolor="white", gid=f"lane-turn:{turn.decision}")
+    count = max(turn.lane for turn in lanes)
+    ax.set_yticks(range(1, count + 1), [f"lane {n}" for n in range(1, count + 1)])
+    ax.set_ylim(count + 0.6, 0.4)
+    ax.set_xlim(0, max(turn.end - origin for turn in lanes) / scale * 1.02)
+    ax.set_xlabel(f"wall-clock time of the latest run ({unit}); bars: turns (green kept, red rolled back, grey stalled)")
+    kept = sum(turn.decision == "keep" for turn in lanes)
+    minutes = max((max(turn.end for turn in lanes) - origin) / 60.0, 1e-9)
+    ax.set_title(f"{count} workers: {kept} kept of {len(lanes)} turns, {kept / minutes:.1f} kept per minute",
+                 fontsize=10, loc="left")
+    ax.grid(True, axis="x", alpha=0.25)
+    ax.spines[["top", "right"]].set_visible(False)
 
 
 def draw(history: History, output: Path, *, simulated: bool = False, unmeasured: int = 0) -> Diagnosis:

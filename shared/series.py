@@ -29,12 +29,23 @@ class PlanPass:
 
 
 @dataclass(frozen=True)
+class LaneTurn:
+    """One turn of a parallel worker (build.workers > 1): which lane, when (journal times), and what came of it."""
+
+    lane: int
+    start: float
+    end: float
+    decision: str
+
+
+@dataclass(frozen=True)
 class History:
     passes: tuple[PlanPass, ...]
     certificates: tuple[dict[str, object], ...] = ()
     # (ts, kind): a turn's decision (keep, rollback, stall, interrupted, agent_failed), 'reverted' at the same ts when
     # that turn's out-of-scope edits were reverted, climb, blocked, canon
     events: tuple[tuple[float, str], ...] = field(default=())
+    lanes: tuple[LaneTurn, ...] = ()  # the latest run's, when it had parallel workers
 
     def current_segment(self) -> list[PlanPass]:
         if not self.passes:
@@ -76,9 +87,11 @@ def read_history(ws: Workspace) -> History:
                                        d.get("started_seq", -1)))
             certificates = [{"seq": row.seq, "ts": row.ts, **row.data} for row in plan.rows("certificate")]
     events: list[tuple[float, str]] = []
+    lanes: list[LaneTurn] = []
     build = Journal.reader(ws.journal_path("build"))
     if build is not None:
         with build:
+            lanes = _lane_turns(build)
             for row in build.rows("iteration.ended"):
                 decision = row.data.get("decision", "")
                 if decision in ("rollback", "keep", "stall", "interrupted", "agent_failed"):
@@ -91,7 +104,18 @@ def read_history(ws: Workspace) -> History:
     if spec is not None:
         with spec:
             events += [(row.ts, "canon") for row in spec.rows("draft.accepted")]
-    return History(tuple(passes), tuple(certificates), tuple(sorted(events)))
+    return History(tuple(passes), tuple(certificates), tuple(sorted(events)), tuple(lanes))
+
+
+def _lane_turns(build: Journal) -> list[LaneTurn]:
+    """The lanes' turns since the last run with workers started."""
+    runs = [row for row in build.rows("loop.started") if int(row.data.get("workers") or 1) > 1]
+    if not runs:
+        return []
+    since = runs[-1].seq
+    started = {row.data["n"]: row for row in build.rows("iteration.started", since=since) if "lane" in row.data}
+    return [LaneTurn(int(row.data["lane"]), started[row.data["n"]].ts, row.ts, str(row.data.get("decision")))
+            for row in build.rows("iteration.ended", since=since) if row.data.get("n") in started]
 
 
 def read_series_file(path: Path) -> list[float]:

@@ -118,6 +118,22 @@ def test_twelve_disjoint_items_certify_and_run_at_once(tmp_path: Path, workers: 
         f"P-{n:02d}" for n in range(1, 13)]
     assert most_at_once(spans) >= 2  # they ran side by side
     assert len(git(ws.code, "log", "--format=%H").split()) == 13  # the initial commit and one per item
+    _status_and_plot_show_the_workers(ws, workers)
+
+
+def _status_and_plot_show_the_workers(ws: Workspace, workers: int) -> None:
+    from shared.plot import figure
+    from shared.series import read_history
+    from shared.status import render, status
+
+    shown = render(status(ws))
+    assert f"workers     {workers} lanes" in shown
+    assert "throughput  12 kept of 12 turns in" in shown and "kept per minute) this run" in shown
+    fig, _ = figure(read_history(ws))
+    lanes_axes = next(ax for ax in fig.axes if ax.get_gid() == "lanes-axes")
+    bars = [patch for patch in lanes_axes.patches if str(patch.get_gid()).startswith("lane-turn:keep")]
+    assert len(bars) == 12
+    assert lanes_axes.get_title(loc="left").startswith(f"{workers} workers: 12 kept of 12 turns")
 
 
 def test_items_whose_scopes_may_overlap_are_never_in_flight_together(tmp_path: Path) -> None:
