@@ -55,7 +55,7 @@ class Governor:
 
     def __init__(self, ws: Workspace, options: Options | None = None, *, cancel: threading.Event | None = None,
                  gateway: Gateway | None = None, lane: Lane | None = None, integrator: Integrator | None = None,
-                 spend: Spend | None = None, owns_gateway: bool = True) -> None:
+                 spend: Spend | None = None, owns_gateway: bool = True, journal: Journal | None = None) -> None:
         self.ws = ws
         self.options = options or Options()
         self.cancel = cancel or threading.Event()
@@ -64,7 +64,7 @@ class Governor:
         self.lane, self.integrator = lane, integrator
         self.tree = lane.tree if lane is not None else ws.code
         self.canon_store = CanonStore(ws.canon)
-        self.journal = Journal.for_role(ws, "build")
+        self.journal = journal if journal is not None else Journal.for_role(ws, "build")
         self.dir = ws.role_dir("build")
         # a subreaper collects any orphan's exit, which is safe only while one child runs at a time: lanes run several
         self.subreaper = become_subreaper() if lane is None else False
@@ -372,6 +372,7 @@ class Governor:
             excerpt = "\n".join(text for text in after.excerpts.values())[-3000:]
             return self._failed(turn, "rollback", reason, **facts, excerpt=excerpt, feedback=after.excerpts)
         if self.integrator is not None:
+            self.code.rollback(turn.checkpoint)  # the lane is done with it: the entries are blobs already
             return self._integrate(turn, entries, after, facts)
         commit = self._keep(turn, entries, after)
         write_json(self.dir / "readings" / "last-kept.json", {"commit": commit, **after.as_json()})
@@ -380,8 +381,10 @@ class Governor:
     def _integrate(self, turn: Turn, entries: dict[str, Entry | None], after: Reading, facts: dict[str, Any]) -> Outcome:
         """A lane's kept change, onto main by the integrator: kept there, or rolled back as an attempt that failed."""
         assert self.integrator is not None
-        self.code.rollback(turn.checkpoint)  # the lane is done with it: the entries are blobs already
         integration = self.integrator.integrate(self.journal, turn, entries, after)
+        if integration.handed_off:  # a turn on a cluster node: the head integrates it (build_loop/remote.py)
+            return Outcome("candidate", f"iteration {turn.n} ({turn.item.id}): kept in its lane; handed to the head",
+                           turn.n, turn.item.id, None, turn.facts.get("cost_usd"), None, {"facts": facts})
         facts = {**facts, **integration.facts}
         if integration.commit is None:
             excerpt = "\n".join(integration.after.excerpts.values())[-3000:]

@@ -32,6 +32,7 @@ class Integration:
     reason: str
     after: Reading  # main's reading with the change (the lane's when main had not moved)
     facts: dict[str, Any] = field(default_factory=dict)
+    handed_off: bool = False  # on a cluster node: the head integrates (build_loop/remote.py)
 
 
 def better(before: Reading, after: Reading) -> bool:

@@ -70,6 +70,11 @@ class Workers:
                         file_bytes=build.max_file_bytes, output_bytes=build.max_output_bytes)
         self.integrator = Integrator(self.main, Measurer(ws, self.canon_store, self.dir, limits, tree=ws.code))
         self.agent_setup = agent_setup(ws, options.agent_command)
+        self.remote = None  # with [cluster] backend = "ray": each turn runs as a task on the cluster
+        if ws.config.cluster.backend == "ray":
+            from build_loop.remote import RemoteLanes
+
+            self.remote = RemoteLanes(ws)
         self.flying: dict[Future[Outcome], InFlight] = {}
         self.turns, self.cost, self.started = 0, 0.0, time.monotonic()
         self.next_n = 0
@@ -87,9 +92,10 @@ class Workers:
             if recovered is not None:
                 self.echo(f"build-loop: {recovered.message}")
             self.next_n = next_iteration(self.journal)
-            self.journal.append("loop.started", {"workers": self.count})
-            self.echo(f"build-loop: {self.count} workers, each in its own lane (state/build/lanes/K); main is written "
-                      "only by the integrator")
+            self.journal.append("loop.started", {"workers": self.count, "backend": self.ws.config.cluster.backend})
+            where = (f"turns run as tasks on the Ray cluster at {self.ws.config.cluster.address}" if self.remote else
+                     "each in its own lane (state/build/lanes/K)")
+            self.echo(f"build-loop: {self.count} workers, {where}; main is written only by the integrator")
             watcher.start()
             pool = ThreadPoolExecutor(self.count, thread_name_prefix="lane")
             try:
@@ -104,6 +110,8 @@ class Workers:
                 self.journal.append("loop.stopped", {"signal": self.stopper.signal_name, "reason": reason,
                                                      "turns": self.turns, "workers": self.count})
                 self.journal.close()
+                if self.remote is not None:
+                    self.remote.close()
         return reason
 
     def _loop(self, pool: ThreadPoolExecutor, watcher: Watcher) -> str:
@@ -176,6 +184,8 @@ class Workers:
                             lane=Lane.of(self.ws, lane), integrator=self.integrator, spend=self.spend,
                             owns_gateway=False)
         try:
+            if self.remote is not None:
+                return self.remote.turn(governor, *args)  # type: ignore[arg-type]
             return governor.lane_turn(*args)  # type: ignore[arg-type]
         finally:
             governor.close()

@@ -206,6 +206,16 @@ class GatewayConfig(Model):
     upstream_timeout: float = Field(600.0, gt=0, description="seconds an upstream call may go without sending a byte")
 
 
+class ClusterConfig(Model):
+    backend: Literal["local", "ray"] = Field(
+        "local", description="where build's parallel workers run their turns: 'local' (threads of build-loop) or "
+        "'ray' (a task per turn on a Ray cluster; needs build.workers > 1 and `pip install 'banach[cluster]'`)")
+    address: str = Field("", pattern=r"^(\S+:\d+)?$",
+                         description="with backend 'ray': the head's GCS address, host:port, as `ray start --head` printed")
+    cpus_per_turn: float = Field(1.0, gt=0, description="CPUs a turn asks of its node (its sensors need them)")
+    max_retries: int = Field(3, ge=0, description="times Ray runs a turn again when its node or worker dies")
+
+
 class Config(Model):
     paths: PathsConfig = PathsConfig()
     isolation: IsolationConfig = IsolationConfig()
@@ -217,6 +227,7 @@ class Config(Model):
     )
     sim: SimConfig = SimConfig()
     gateway: GatewayConfig = GatewayConfig()
+    cluster: ClusterConfig = ClusterConfig()
 
     @model_validator(mode="after")
     def _providers_exist(self) -> Config:

@@ -295,8 +295,9 @@ class GitRepo:
         return self._git("log", f"--format={fmt}", *args)
 
     def diff_names(self, older: str, newer: str) -> list[str]:
-        return [p for p in self._git("diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z", older, newer,
-                                     strip=False).split("\0") if p]
+        # --no-renames: a rename is its two paths (git diff pairs them by default and names only the new one)
+        return [p for p in self._git("diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-only", "-z",
+                                     older, newer, strip=False).split("\0") if p]
 
     def export(self, rev: str, destination: Path) -> None:
         """A clean copy of rev into destination, from the object database alone (see shared.export)."""
