@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from canon.model import Canon
 from plan_loop.items import item_id
-from plan_loop.snapshot import Snapshot
+from shared.checks.snapshot import Snapshot
 from shared.contracts.fix_plan import Evidence, Item
 from shared.isolation import sandbox_argv
 from shared.journal import canonical

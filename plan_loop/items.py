@@ -5,7 +5,7 @@ import hashlib
 from collections import defaultdict
 
 from canon.model import Canon
-from plan_loop.oracle import Result
+from shared.checks.oracle import Result
 from shared.contracts.fix_plan import Evidence, Item
 
 

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from canon.model import Canon
 from canon.store import CanonStore
-from plan_loop import snapshot
 from plan_loop.agent_oracle import PlanAgent
 from plan_loop.items import items_from_results
-from plan_loop.oracle import EXCERPT_LINES, Check, Result, build_checks, check_limits, fingerprint, run_checks
-from plan_loop.snapshot import Limits, Snapshot
-from plan_loop.store import PlanStore
 from shared.atomic import file_lock
+from shared.checks import snapshot
+from shared.checks.oracle import EXCERPT_LINES, Check, Result, build_checks, check_limits, fingerprint, run_checks
+from shared.checks.snapshot import Limits, Snapshot
+from shared.checks.store import PlanStore
 from shared.conformance import VOID_PREFIX
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers

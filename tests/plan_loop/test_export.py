@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from plan_loop.passes import PassReport, PlanService
-from plan_loop.snapshot import KEEP, PREFIX
+from shared.checks.snapshot import KEEP, PREFIX
 from shared.contracts import fix_plan as fix_plan_file
 from shared.errors import ExportError
 from shared.export import export_commit, remove_tree

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_loop.worker import decode_outcomes, encode_requests
+from shared.checks.worker import decode_outcomes, encode_requests
 from shared.process import Limits, Request, run
 from tests.helpers.processes import alive
 from tests.helpers.workspaces import AGENTS
@@ -79,7 +79,7 @@ def test_plans_sandboxed_runner_carries_limits_and_caps_both_ways(tmp_path: Path
     requests = [Request((sys.executable, str(AGENTS / "prints_forever.py")), cwd=tmp_path, env={}, timeout=30, grace=0.2,
                         limits=Limits(output_bytes=64 * 1024)),
                 Request(("/bin/sh", "-c", "echo fine"), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=30)]
-    runner = run(Request((sys.executable, "-m", "plan_loop.worker", "--jobs", "2", "--write", str(tmp_path)), cwd=tmp_path,
+    runner = run(Request((sys.executable, "-m", "shared.checks.worker", "--jobs", "2", "--write", str(tmp_path)), cwd=tmp_path,
                          env={"PATH": "/usr/bin:/bin"}, stdin=encode_requests(requests), timeout=60,
                          limits=Limits(output_bytes=16 * 2**20)))
     assert runner.ok, runner.describe()

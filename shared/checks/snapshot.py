@@ -1,7 +1,7 @@
 """Fresh, read-only copies of (V, C) for one plan pass, in plan's scratch space.
 
 Every pass exports into a new folder: a tree a check could have written (a planted conftest.py, a patched
-test) is never measured again. The code comes from plan's own object store (plan_loop.store), canon from
+test) is never measured again. The code comes from plan's own object store (shared.checks.store), canon from
 canon's repository, both through shared.export (objects only: no archive, checkout or attributes). The
 checks' scratch space (their TMPDIR and HOME) is a sibling of the trees, not inside them. After the pass the
 scratch is removed and only the newest KEEP pass folders stay, read-only, for a person to look at.
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_loop.store import PlanStore
+from shared.checks.store import PlanStore
 from shared.errors import ExportError
 from shared.export import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, ExportReport, export_commit, remove_tree
 from shared.git import GitRepo

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from canon.model import Canon, Requirement
 from canon.scope import matches
-from plan_loop.snapshot import Snapshot
 from shared import conformance
+from shared.checks.snapshot import Snapshot
 from shared.config import Config
 from shared.git import GitRepo
 from shared.journal import Memo, canonical
@@ -158,17 +158,17 @@ def _runner_limits(limits: Limits | None, workers: int) -> Limits | None:
 def _run_sandboxed(todo: list[Check], prepared: list[_Prepared], snapshot: Snapshot, workers: int,
                    sandbox_flags: list[str], limits: Limits | None) -> list[Result]:
     """All checks of a pass in one sandboxed runner: one interpreter start per pass, not per check."""
-    from plan_loop.worker import decode_outcomes, encode_requests
+    from shared.checks.worker import decode_outcomes, encode_requests
 
     requests = [p.request for p in prepared]
     budget = max(r.timeout for r in requests) * (len(requests) // workers + 1) + 60
-    runner = run(Request((sys.executable, "-I", "-m", "plan_loop.worker", "--jobs", str(workers), *sandbox_flags),
+    runner = run(Request((sys.executable, "-I", "-m", "shared.checks.worker", "--jobs", str(workers), *sandbox_flags),
                          cwd=snapshot.scratch, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                          stdin=encode_requests(requests), timeout=budget, limits=_runner_limits(limits, workers)))
     try:
         outcomes = decode_outcomes(runner.stdout, requests)
     except ValueError as exc:
-        failed = Outcome(("plan_loop.worker",), 125, "", f"the sandboxed check runner failed ({exc}):\n{runner.stderr}",
+        failed = Outcome(("shared.checks.worker",), 125, "", f"the sandboxed check runner failed ({exc}):\n{runner.stderr}",
                          runner.started, runner.duration, runner.timed_out, 0)
         outcomes = [failed] * len(requests)
     return [_result(check, outcome, p) for check, outcome, p in zip(todo, outcomes, prepared, strict=True)]

@@ -1,4 +1,4 @@
-"""`python -m plan_loop.worker --jobs N [--write DIR ...] [--hide DIR ...]`: plan's sandboxed check runner.
+"""`python -m shared.checks.worker --jobs N [--write DIR ...] [--hide DIR ...]`: plan's sandboxed check runner.
 
 It narrows itself with Landlock first (before any thread starts), then runs the requests it reads as
 JSON on stdin, up to N at a time, through the one subprocess runner, and prints the outcomes as JSON.

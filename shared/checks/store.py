@@ -6,7 +6,7 @@ a repository) changes later can alter the copy. The copy is a local `git fetch` 
 (depth 1) under the hardened configuration. The other side of a fetch is `git upload-pack`, which git
 documents as safe to run in a repository one does not trust (no hooks, no configured commands).
 
-Canon is exported from canon's own repository instead (see plan_loop.snapshot): spec is its only writer.
+Canon is exported from canon's own repository instead (see shared.checks.snapshot): spec is its only writer.
 """
 from __future__ import annotations
 
