@@ -1,14 +1,17 @@
 """plan-loop: the judge. Regenerates fix_plan from canon and code, never amends it, and certifies."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
 from plan_loop.agent_oracle import PlanAgent, make_agent
-from plan_loop.passes import PlanService
+from plan_loop.passes import PassReport, PlanService
 from plan_loop.run import serve_plan
 from shared.boundary import run_cli, workspace_option
+from shared.contracts import fix_plan as fix_plan_file
+from shared.contracts.fix_plan import FixPlan
 from shared.daemon import Stopper
 from shared.isolation import restrict_self
 from shared.workspace import Workspace
@@ -37,20 +40,46 @@ def cli() -> None:
     """
 
 
+def _pass_json(report: PassReport) -> dict[str, object]:
+    return {"pass": report.number, "canon_version": report.canon_version, "code_commit": report.code_commit,
+            "residual": report.residual, "certified": report.certified, "fresh": report.fresh,
+            "items": list(report.items), "checks_run": report.checks_run, "checks_memoized": report.checks_memoized,
+            "unmeasured": list(report.unmeasured), "void": list(report.void), "export_error": report.export_error,
+            "agent_rejections": list(report.agent_rejections), "plan_agent": report.plan_agent}
+
+
+def _once_json(reports: list[PassReport], plan: FixPlan | None) -> dict[str, object]:
+    """The last pass (the certifying one, when a pass found nothing), its fix_plan's items in full, and every pass."""
+    last = reports[-1]
+    items = plan.items if plan is not None and plan.pass_number == last.number else ()
+    return {**_pass_json(last),
+            "items": [{"id": i.id, "kind": i.kind, "priority": i.priority, "requirements": list(i.requirements),
+                       "title": i.title, "depends_on": list(i.depends_on)} for i in items]
+            or [{"id": item_id} for item_id in last.items],
+            "message": "\n".join(report.describe() for report in reports),
+            "passes": [_pass_json(report) for report in reports]}
+
+
 @cli.command()
 @workspace_option
 @agent_command_option
-def once(workspace: Path, agent_command: str) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="print one JSON object: pass, canon_version, code_commit, residual, certified, items, message, passes")
+def once(workspace: Path, agent_command: str, as_json: bool) -> None:
     """One plan pass (and a fresh certifying pass if it finds nothing); prints the residual.
 
-    Example: plan-loop once --workspace ws
+    Example: plan-loop once --workspace ws --json
     """
     service = _service(workspace)
     try:
-        for report in service.measure(agent=_agent(service, agent_command)):
-            click.echo(report.describe())
+        reports = service.measure(agent=_agent(service, agent_command))
     finally:
         service.close()
+    if as_json:
+        click.echo(json.dumps(_once_json(reports, fix_plan_file.read(service.ws.fix_plan_json))))
+        return
+    for report in reports:
+        click.echo(report.describe())
 
 
 @cli.command()

@@ -32,7 +32,7 @@ def cli() -> None:
 def init(directory: Path, example: bool, code_source: str, with_users: bool) -> None:
     """Make a new workspace in DIRECTORY: banach.toml, canon, inbox, code, fix_plan and journals.
 
-    Build commits to the clone's current branch; fetch them from DIRECTORY/code when you want them.
+    Build commits to the clone's current branch; 'banach deliver' puts them on a branch of REPO.
 
     Example: banach init ./ws --code ~/src/myproject   (or: banach init ./ws --example)
     """
@@ -149,14 +149,15 @@ def status(workspace: Path, as_json: bool) -> None:
 def up(workspace: Path) -> None:
     """Start spec-loop, plan-loop and build-loop under supervisord for the workspace.
 
-    Example: banach up -w ws && supervisorctl -c ws/state/supervisor/supervisord.conf status
+    Example: banach up -w ws && banach ctl -w ws status
     """
     from shared import supervisor
 
     ws = Workspace.open(workspace)
     for program in supervisor.up(ws, echo=lambda line: click.echo(line, err=True)):
         click.echo(f"{program.role:6} {program.state.lower():8} pid {program.pid}")
-    click.echo(f"supervisorctl -c {ws.relative(ws.supervisor_conf)} status   # as with any supervisord")
+    click.echo(f"banach ctl status   # supervisorctl with this workspace's config, from any folder in it "
+               f"(or: supervisorctl -c {ws.supervisor_conf} status)")
 
 
 @cli.command()
@@ -169,6 +170,82 @@ def down(workspace: Path) -> None:
     from shared import supervisor
 
     click.echo("stopped" if supervisor.down(Workspace.open(workspace)) else "supervisor was not running")
+
+
+@cli.command("run")
+@workspace_option
+@click.option("--until-certified", is_flag=True,
+              help="the stop condition: plan certifies (exit 0), or a budget runs out or nothing can progress (exit 1)")
+@click.option("--max-turns", type=click.IntRange(min=0), default=0, metavar="N",
+              help="stop after N build turns (agent runs); 0: no limit")
+@click.option("--max-cost", type=click.FloatRange(min=0), default=0.0, metavar="USD",
+              help="stop once build's turns have cost this much (as the gateway or the agent reports it); 0: no limit")
+@click.option("--agent-command", default="", metavar="CMD",
+              help="run this program as build's agent (prompt on stdin) instead of the configured preset")
+@click.option("--json", "as_json", is_flag=True,
+              help="steps to stderr, and one JSON object on stdout at the end: certified, exit_code, reason, turns, cost_usd")
+@click.pass_context
+def run_foreground(ctx: click.Context, workspace: Path, until_certified: bool, max_turns: int, max_cost: float,
+                   agent_command: str, as_json: bool) -> None:
+    """Run spec, plan and build in the foreground, without supervisord, until plan certifies: for CI.
+
+    Each step is the real spec-loop, plan-loop or build-loop, in its own process with its own write permissions:
+    intake, a plan pass, build turns until build is idle, a plan pass again, and so on. One line per step. Exit 0
+    only when plan certifies; 1 when a budget runs out or nothing can progress (blocked items, a paused agent, a
+    refused inbox), with one line saying which and what to do; 128 + the signal on SIGINT or SIGTERM (the running
+    step is stopped cleanly).
+
+    Example: banach run --until-certified --max-turns 30 --max-cost 5 -w ws
+    """
+    from shared.foreground import Budgets, run_until_certified
+
+    if not until_certified:
+        raise click.UsageError(
+            "banach run needs its stop condition named: --until-certified (exit 0 when plan certifies, 1 when a "
+            "budget runs out or nothing can progress; bound it with --max-turns N and --max-cost USD). To keep the "
+            "loops running in the background instead, use 'banach up'.")
+    echo = (lambda line: click.echo(line, err=True)) if as_json else click.echo
+    result = run_until_certified(Workspace.open(workspace), Budgets(max_turns, max_cost), echo=echo,
+                                 echo_err=lambda line: click.echo(line, err=True), agent_command=agent_command)
+    if as_json:
+        click.echo(json.dumps({"certified": result.certified, "exit_code": result.exit_code, "reason": result.reason,
+                               "turns": result.turns, "cost_usd": result.cost_usd}))
+    ctx.exit(result.exit_code)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@workspace_option
+@click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def ctl(ctx: click.Context, workspace: Path, arguments: tuple[str, ...]) -> None:
+    """supervisorctl with this workspace's config and credentials, from any folder inside the workspace.
+
+    ARGUMENTS go to supervisorctl as they are (none: its interactive shell). Options of banach ctl come first.
+
+    Example: banach ctl status   (or: banach ctl -w ws restart build)
+    """
+    from shared.supervisor import supervisorctl
+
+    ctx.exit(supervisorctl(Workspace.open(workspace), list(arguments)))
+
+
+@cli.command()
+@workspace_option
+@click.option("--to", "target", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="REPO",
+              help="the git repository to deliver into (default: the one 'banach init --code' cloned)")
+@click.option("--branch", default="banach/result", show_default=True, help="the branch to create or move forward")
+@click.option("--with-tests", is_flag=True,
+              help="add one commit with canon's conformance tests that justified the governed commits")
+@click.option("--force", is_flag=True, help="move the branch even when its commit is not an ancestor of the result")
+def deliver(workspace: Path, target: Path | None, branch: str, with_tests: bool, force: bool) -> None:
+    """Put the governed commits onto a branch of your repository, and say what each claims and what certified them.
+
+    Example: banach deliver --with-tests   (or: banach deliver --to ~/src/myproject --branch banach/result)
+    """
+    from shared.deliver import deliver as deliver_result
+
+    click.echo(deliver_result(Workspace.open(workspace), target=target, branch=branch, with_tests=with_tests,
+                              force=force).summary())
 
 
 @cli.command()

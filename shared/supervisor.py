@@ -1,7 +1,8 @@
 """The three loops under supervisord: render its config from a template, start, stop, ask for states.
 
 `banach up` renders state/supervisor/supervisord.conf (the workspace referred to through %(here)s)
-and starts supervisord; `supervisorctl -c state/supervisor/supervisord.conf` works against it.
+and starts supervisord; `supervisorctl -c state/supervisor/supervisord.conf` works against it, and
+`banach ctl ...` runs exactly that from any folder inside the workspace.
 
 The socket asks for a username and password, made once per workspace into state/supervisor/credentials
 (mode 0600) and copied into the config (mode 0600), because file modes alone do not keep out a process
@@ -190,3 +191,14 @@ def _alive(pid: int) -> bool:
 
 def log_file(ws: Workspace, role: str) -> Path:
     return ws.supervisor_dir / f"{role}.log"
+
+
+def supervisorctl(ws: Workspace, arguments: list[str]) -> int:
+    """Run supervisorctl against this workspace's supervisord (its config holds the socket and credentials), with
+    the terminal; returns its exit code."""
+    if not ws.supervisor_conf.is_file() or not running(ws):
+        raise SupervisorError(f"supervisord is not running for the workspace {ws.root} (there is nothing for "
+                              f"supervisorctl to talk to). Start the loops with 'banach up -w {ws.root}'")
+    argv = [sys.executable, "-c", "from supervisor.supervisorctl import main; main()", "-c", str(ws.supervisor_conf),
+            *arguments]
+    return subprocess.call(argv, cwd=ws.supervisor_dir)

@@ -124,6 +124,8 @@ def add(workspace: Path, drafts: tuple[str, ...], name: str | None) -> None:
     change = drafts_from_arguments(drafts, name)
     with service.locked():
         decision = service.decide_change(change, source="add")
+    for notice in service.notices:
+        click.echo(notice)
     click.echo(decision.describe())
     if not decision.accepted:
         raise click.exceptions.Exit(1)

@@ -29,6 +29,7 @@ class Review:
     problems: tuple[str, ...] = ()
     writes: dict[str, str | None] = field(default_factory=dict)
     changes: dict[str, list[str]] = field(default_factory=dict)
+    documents: tuple[Document, ...] = ()  # canon's documents as the change would leave them
 
     @property
     def accepted(self) -> bool:
@@ -139,19 +140,19 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
     found = reconcile(proposed, previous=previous, replaced=parsed, test_sources=test_sources,
                       code_files=code_files or [], canon_files=canon_files)
     if found or broken_tests:
-        return Review(change, tuple(broken_tests + [_locate(str(problem), change) for problem in found]))
+        return Review(change, tuple(broken_tests + [locate(str(problem), change) for problem in found]))
     flagged = semantic(proposed) if semantic is not None and parsed else []
     if flagged:
-        return Review(change, tuple(_locate(problem, change) for problem in flagged))
+        return Review(change, tuple(locate(problem, change) for problem in flagged))
     new = {req.id: req for doc in proposed for req in doc.requirements}
     changes = _diff_ids(previous, new)
     tests = sorted(target for target in writes if target.startswith(f"{TESTS_DIR}/"))
     if tests:
         changes["tests"] = tests
-    return Review(change, writes=writes, changes=changes)
+    return Review(change, writes=writes, changes=changes, documents=tuple(proposed))
 
 
-def _locate(problem: str, change: tuple[Draft, ...]) -> str:
+def locate(problem: str, change: Sequence[Draft]) -> str:
     """Name the draft's own file where the problem is in it, so a person knows which file to open."""
     for draft in change:
         if problem.startswith(draft.target + ":") and draft.name != draft.target:

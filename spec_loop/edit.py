@@ -75,6 +75,9 @@ def edit(
             return None
         with service.locked():
             decision = service.decide(Draft(target, target, work.read_bytes()), source="edit")
+        for notice in service.notices:  # what the dry run of its new checks found
+            echo(notice)
+        service.notices.clear()
         if decision.accepted:
             diff = difflib.unified_diff((current or "").splitlines(keepends=True), text.splitlines(keepends=True),
                                         f"a/{target}", f"b/{target}")

@@ -11,7 +11,7 @@ from shared.atomic import file_lock
 from shared.git import is_repo
 from shared.journal import Journal
 from shared.workspace import Workspace
-from spec_loop.draft import Draft, Review, review
+from spec_loop.draft import Draft, Review, locate, review
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,18 @@ class SpecService:
         semantic = self._semantic if self.reconcile_command else None
         return review(self.store, drafts, self.code_files(), semantic)
 
+    def _dry_run(self, verdict: Review) -> Review:
+        """The change's new checks, run once against the code's current commit: one that cannot run refuses it."""
+        from spec_loop.dry_run import dry_run
+
+        tried = dry_run(self.ws, self.store, verdict.documents, verdict.writes)
+        if tried.refusals or tried.notes:  # the refusals themselves are journaled with the refused draft
+            self.journal.append("draft.dry_run", {"refused": len(tried.refusals), "ran": list(tried.notes)})
+        if tried.refusals:
+            return Review(verdict.drafts, tuple(locate(problem, verdict.drafts) for problem in tried.refusals))
+        self.notices.extend(tried.notes)
+        return verdict
+
     def decide(self, draft: Draft, *, source: str) -> Decision:
         """One draft as a change of its own. Call inside locked()."""
         return self.decide_change([draft], source=source)
@@ -102,6 +114,8 @@ class SpecService:
         """Review the drafts together and, if they hold, commit them as one version. Call inside locked()."""
         verdict = self.review(drafts)
         names = tuple(draft.name for draft in verdict.drafts)
+        if verdict.accepted and not verdict.unchanged:
+            verdict = self._dry_run(verdict)
         if not verdict.accepted:
             decision = Decision(names, False, self.store.version(), verdict.problems)
             self.journal.append("draft.refused", {"draft": decision.draft, "drafts": list(names), "source": source,
