@@ -18,7 +18,7 @@ from tests.helpers.processes import alive, wait_gone  # noqa: E402
 from tests.helpers.ray_cluster import NODE_LABEL, RayCluster, free_ports, ray_cluster  # noqa: E402
 from tests.helpers.waiting import wait_until  # noqa: E402
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 TASK_TIMEOUT = 120.0
 
