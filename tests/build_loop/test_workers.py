@@ -262,3 +262,21 @@ def test_the_integrator_refuses_a_path_that_main_changed_since_the_turns_base(tm
     assert result.facts["conflicts"] == ["shared.txt"]
     assert "shared.txt also changed on main since the turn's base" in result.reason
     assert main.head() == moved and (ws.code / "shared.txt").read_text() == "from main\n"
+
+
+@pytest.mark.landlock
+def test_a_lanes_agent_can_write_neither_main_nor_another_lane(tmp_path: Path) -> None:
+    """The same sandbox per lane: writes only its own lane's work tree (and its scratch). A real hostile program."""
+    ws = parts_workspace(tmp_path, 4, 2)
+    hostile = Path(__file__).resolve().parents[1] / "helpers" / "agents" / "hostile" / "lane_escape.py"
+    text = ws.config_file.read_text().replace('backend = "none"', 'backend = "landlock"')
+    text = text.replace(f"{Path(__file__).resolve().parents[1] / 'helpers' / 'agents' / 'parts.py'} --sleep 1.0",
+                        str(hostile))
+    ws.config_file.write_text(text)
+    assert str(hostile) in text
+    certify(Workspace.open(ws.root))
+    outputs = [path.read_text() for path in ws.role_dir("build").glob("iterations/*/output.txt")]
+    attempts = [line for text in outputs for line in text.splitlines() if line.startswith(("WROTE", "DENIED"))]
+    assert attempts and all(line.startswith("DENIED") for line in attempts), attempts
+    assert any("/code/planted.txt" in line for line in attempts) and any("/tree/planted.txt" in line for line in attempts)
+    assert not (ws.code / "planted.txt").exists()
