@@ -43,7 +43,7 @@ class PassReport:
     unmeasured: tuple[str, ...]
     believed_done_still_open: tuple[str, ...]
     export_error: str = ""  # why (V, C) could not be copied; every measured requirement is then open
-    void: tuple[str, ...] = ()  # requirements whose conformance run forged its results (the canary passed)
+    void: tuple[str, ...] = ()  # requirements whose conformance run cannot be believed (the canary passed or hid)
     agent_rejections: tuple[str, ...] = ()  # plan-agent answers rejected, one line each
     plan_agent: str = ""  # who was asked, or ""
 
@@ -55,7 +55,7 @@ class PassReport:
                 + (f"; {len(self.unmeasured)} requirement(s) unmeasured" if self.unmeasured else "") + ")"
                 + (f"; the export failed: {self.export_error.splitlines()[0]}" if self.export_error else "")
                 + (f"; MEASUREMENT VOID for {', '.join(self.void)}: the code under test interfered with the test "
-                   "runner (its canary test passed)" if self.void else "")
+                   "runner (its canary test passed, or never reported; fix_plan's evidence says which)" if self.void else "")
                 + (f" [{reason}]" if reason else "")
                 + "".join(f"\n  PLAN AGENT ANSWER REJECTED ({self.plan_agent}): {rejection}"
                           for rejection in self.agent_rejections))

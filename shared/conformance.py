@@ -175,7 +175,9 @@ def judge(report: Path, expected: frozenset[str], canary: Canary) -> Judgement:
     if canary_seen is not None and all(canary_seen):
         void = (f"the canary test {canary.node}, which must fail, was reported passing: something in the code under "
                 "test changes how pytest reports results")
-    elif canary_seen is None and finished is not None:
+    elif canary_seen is None and finished is not None and not collect_errors:
+        # (a collection error stops pytest before any test runs, the canary's too, and every expected test then
+        # fails for want of a passing outcome: nothing can pass unseen, so that run is not void)
         void = f"the canary test {canary.node} never reported, though the run finished: tests were skipped or hidden"
     if void:
         results = dict.fromkeys(expected, False)

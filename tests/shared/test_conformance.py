@@ -68,6 +68,15 @@ def test_a_collection_error_fails_every_test_of_that_file(tmp_path: Path) -> Non
     assert verdict.collect_errors and not verdict.void
 
 
+def test_a_node_id_whose_file_fails_to_import_fails_without_voiding_the_measurement(tmp_path: Path) -> None:
+    """The ordinary 'not written yet': with a '::name' node id pytest stops at the collection error before any test,
+    the canary's too. Every expected test fails; nothing could pass unseen, so the run is not void."""
+    code, canon = project(tmp_path, {}, {"tests/test_a.py": "from lib import mean\n\n\ndef test_x():\n    pass\n"})
+    verdict = measure(code, canon, ("tests/test_a.py::test_x",), tmp_path)
+    assert verdict.results == {"tests/test_a.py::test_x": False}
+    assert verdict.collect_errors and not verdict.void
+
+
 def test_a_runner_patched_from_the_code_voids_the_measurement(tmp_path: Path) -> None:
     patch = ("import _pytest.runner as r\n_real = r.call_and_report\n\n"
              "def forged(item, when, log=True, **kw):\n    rep = _real(item, when, log=False, **kw)\n"
