@@ -12,7 +12,7 @@ from pathlib import Path
 
 from build_loop.agents import ModelRoute, invocation, preset_env, preset_for
 from shared.errors import AgentError
-from shared.isolation import sandbox_argv
+from shared.isolation.policy import sandbox_argv
 from shared.process import Request, run
 from shared.workspace import Workspace
 

@@ -41,7 +41,10 @@ _UNIT_SECONDS = {"ms": 0.001, "mil": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _SUCCESS_CLAIM = re.compile(r"\b(SUCCESS|all tests pass(?:ed)?|task complete|<promise>.*</promise>)", re.IGNORECASE)
 
 
-def read_turn(config: Config, name: str, stdout: str, stderr: str, returncode: int, *, now: float) -> TurnReport:
+def read_turn(config: Config, name: str, stdout: str, stderr: str, returncode: int, *, now: float,
+              timed_out: bool = False) -> TurnReport:
+    """timed_out: the turn was stopped at its budget. A CLI may then exit 0 (aider does on SIGINT), so its words of
+    a limit count as they do with a non-zero exit."""
     kind = "command" if name not in config.agents else config.agents[name].preset
     text = stdout + "\n" + stderr
     cost = None
@@ -51,7 +54,7 @@ def read_turn(config: Config, name: str, stdout: str, stderr: str, returncode: i
         except (ValueError, IndexError, TypeError, AttributeError):
             cost = None
     pattern = CLIS[kind].limit if kind in CLIS else _LIMIT_PATTERNS.get(kind, _LIMIT_PATTERNS["command"])
-    limited = bool(pattern.search(text)) and (returncode != 0 or kind == "sim")
+    limited = bool(pattern.search(text)) and (returncode != 0 or timed_out or kind == "sim")
     return TurnReport(cost, limited, _reset_time(text, now) if limited else None, bool(_SUCCESS_CLAIM.search(text)))
 
 

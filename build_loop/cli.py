@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -13,6 +14,7 @@ from build_loop.gateway.keys import drop_key_variables, store_key
 from build_loop.gateway.server import Gateway, gateway_for, uses_gateway
 from build_loop.governor import Governor, Options
 from build_loop.history import unblock_items
+from build_loop.remote import RemoteLanes
 from build_loop.report import iteration_text, latest_iteration, summary, transcript
 from build_loop.run import serve_build
 from build_loop.turn import Outcome
@@ -21,7 +23,7 @@ from canon.store import CanonStore
 from shared.boundary import run_cli, workspace_option
 from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.daemon import Stopper
-from shared.isolation import restrict_self
+from shared.isolation.policy import restrict_self
 from shared.journal import Journal
 from shared.workspace import Workspace
 
@@ -32,13 +34,16 @@ turn_timeout_option = click.option("--turn-timeout", type=float, default=None, m
                                    help="wall-clock seconds for one agent turn (default: build.turn_timeout)")
 
 
-def _prepare(workspace: Path, agent_command: str) -> tuple[Workspace, Gateway | None]:
-    """The workspace and its model gateway (when a rung uses one), with build restricted to its own stores."""
+def _prepare(workspace: Path, agent_command: str, *, before: Callable[[Workspace], None] = lambda ws: None,
+             ) -> tuple[Workspace, Gateway | None]:
+    """The workspace and its model gateway (when a rung uses one), with build restricted to its own stores;
+    `before` runs just before the restriction (what must open files or sockets outside build's stores)."""
     ws = Workspace.open(workspace)
     if not agent_command and uses_gateway(ws):
         drop_key_variables(ws)  # starts build-loop again without the key variables (returns when there are none)
     agent_state = () if agent_command else all_state_paths(ws.config)
     gateway = None if agent_command else gateway_for(ws)  # reads the provider keys and binds before build restricts itself
+    before(ws)
     click.echo(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"), err=True)
     if gateway is not None:
         click.echo(f"build-loop: model gateway on {gateway.url} (providers: {', '.join(sorted(ws.config.gateway.providers))}; "
@@ -120,10 +125,17 @@ def run(workspace: Path, agent_command: str, turn_timeout: float | None) -> None
     Example: build-loop run --workspace ws
     """
     stopper = Stopper().install()
-    ws, gateway = _prepare(workspace, agent_command)
+    cluster: list[RemoteLanes] = []
+
+    def connect(ws: Workspace) -> None:  # Ray's driver opens its logs and sockets outside build's stores
+        if ws.config.build.workers > 1 and ws.config.cluster.backend == "ray":
+            cluster.append(RemoteLanes(ws))
+
+    ws, gateway = _prepare(workspace, agent_command, before=connect)
     if ws.config.build.workers > 1:
         try:
-            serve_workers(ws, Options(agent_command, turn_timeout), gateway=gateway, echo=click.echo, stopper=stopper)
+            serve_workers(ws, Options(agent_command, turn_timeout), gateway=gateway, echo=click.echo, stopper=stopper,
+                          remote=cluster[0] if cluster else None)
         finally:
             if gateway is not None:
                 gateway.stop()

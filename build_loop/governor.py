@@ -27,15 +27,14 @@ from build_loop.escalation import agent_broken, agent_setup, escalate
 from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns, snapshot
 from build_loop.gateway.server import Gateway, Lease, gateway_for
 from build_loop.history import ItemHistory, item_history, next_iteration
-from build_loop.integrator import Integrator, better, commit_message
-from build_loop.lanes import Lane
+from build_loop.integrator import better, commit_message
 from build_loop.measure import Measurer
 from build_loop.picker import current_plan, next_item
 from build_loop.prompt import context_outputs, render
 from build_loop.reactions import Reaction, react
 from build_loop.recovery import recover
 from build_loop.sensors import Reading, regressions
-from build_loop.turn import Options, Outcome, Spend, Turn
+from build_loop.turn import Options, Outcome, Shared, Spend, Turn
 from canon.model import Canon
 from canon.store import CanonStore
 from shared.atomic import file_lock, write_json, write_text
@@ -43,37 +42,39 @@ from shared.contracts import current_turn
 from shared.contracts.blocks import BLOCKED
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import Entry, GitRepo
-from shared.isolation import sandbox_argv
+from shared.isolation.policy import sandbox_argv
 from shared.journal import Journal
 from shared.process import Limits, Request, become_subreaper, run
 from shared.workspace import Workspace
 
 
 class Governor:
-    """One worker's governor. With a lane (build.workers > 1, see build_loop/workers.py) its turns run in the lane's
-    work tree, and a kept change goes through the integrator instead of straight onto main."""
+    """A single worker's governor: its turns run in the code's own work tree and a kept change is committed onto main.
+    Parallel workers each run a LaneGovernor (build_loop/lane_governor.py), which overrides where and how."""
+
+    lane_number: int | None = None  # which lane, for a LaneGovernor
 
     def __init__(self, ws: Workspace, options: Options | None = None, *, cancel: threading.Event | None = None,
-                 gateway: Gateway | None = None, lane: Lane | None = None, integrator: Integrator | None = None,
-                 spend: Spend | None = None, owns_gateway: bool = True, journal: Journal | None = None) -> None:
+                 gateway: Gateway | None = None, shared: Shared | None = None) -> None:
+        """shared: what a lane's governor shares with the other lanes (the run's spend, the journal to use); the
+        gateway is then the scheduler's to stop. A single worker's governor stops the gateway it was given."""
         self.ws = ws
         self.options = options or Options()
         self.cancel = cancel or threading.Event()
         self.main = GitRepo.adopt(ws.code, ws.code_git)
-        self.code = self.main  # the repository the turn works in: main, or the lane's from lane_turn on
-        self.lane, self.integrator = lane, integrator
-        self.tree = lane.tree if lane is not None else ws.code
+        self.code = self.main  # the repository the turn works in: main, or a lane's
+        self.tree = ws.code  # the work tree the agent writes and the sensors read
         self.canon_store = CanonStore(ws.canon)
-        self.journal = journal if journal is not None else Journal.for_role(ws, "build")
+        self.journal = shared.journal if shared and shared.journal is not None else Journal.for_role(ws, "build")
         self.dir = ws.role_dir("build")
         # a subreaper collects any orphan's exit, which is safe only while one child runs at a time: lanes run several
-        self.subreaper = become_subreaper() if lane is None else False
+        self.subreaper = become_subreaper() if shared is None else False
         self.agent_setup = agent_setup(ws, self.options.agent_command)
         # the model gateway, when a rung talks to a provider through it (build-loop's CLI starts it before build
         # restricts itself); what this run has spent through it
         self.gateway = gateway if gateway is not None or self.options.agent_command else gateway_for(ws)
-        self.owns_gateway = owns_gateway
-        self.spend = spend or Spend()  # what this run has spent through the gateway, shared by lanes
+        self.owns_gateway = shared is None
+        self.spend = shared.spend if shared else Spend()
         self.measure = Measurer(ws, self.canon_store, self.dir, self._limits(), tree=self.tree)
 
     def close(self) -> None:
@@ -127,12 +128,6 @@ class Governor:
         build = self.ws.config.build
         return Limits(max_processes=build.max_processes, memory_bytes=build.max_memory_bytes,
                       file_bytes=build.max_file_bytes, output_bytes=build.max_output_bytes)
-
-    def lane_turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory, n: int, base: str) -> Outcome:
-        """One turn in this governor's lane, from base, numbered n by the scheduler (build_loop/workers.py)."""
-        assert self.lane is not None
-        self.code = self.lane.repo(self.main, base)
-        return self._turn(plan, item, canon, history, n)
 
     # the turn, stage by stage -------------------------------------------------------------------
     def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory, n: int | None = None) -> Outcome:
@@ -225,11 +220,11 @@ class Governor:
                                                   "rung": turn.rung, "failing_before": turn.before.failing})
         current_turn.started(self.dir, n=turn.n, item=turn.item.id, agent=turn.invocation.label,
                              turn_timeout=self.options.turn_timeout or self.ws.config.build.turn_timeout,
-                             lane=self.lane.number if self.lane else None)
+                             lane=self.lane_number)
 
     def _where(self, turn: Turn) -> dict[str, Any]:
         """The turn's identity as journaled, with its lane when it has one (recovery reads it)."""
-        return {**turn.base, "lane": self.lane.number} if self.lane is not None else turn.base
+        return {**turn.base, "lane": self.lane_number} if self.lane_number is not None else turn.base
 
     def _decide(self, turn: Turn) -> Outcome:
         self._run_agent(turn)
@@ -279,7 +274,7 @@ class Governor:
         write_text(turn.folder / "output.txt", ran.stdout + ("\n--- stderr ---\n" + ran.stderr if ran.stderr.strip() else ""))
         preset_name = "" if self.options.agent_command else turn.rung
         turn.report = report = read_turn(self.ws.config, preset_name, ran.stdout, ran.stderr, ran.returncode,
-                                                now=time.time())
+                                         now=time.time(), timed_out=ran.timed_out)
         turn.facts = {"kind": turn.item.kind, "area": turn.item.area, "failing_before": turn.before.failing,
                       "agent": invocation.label, "exit_code": ran.returncode, "timed_out": ran.timed_out,
                       "duration": round(ran.duration, 3), "reaped": ran.reaped, "cost_usd": report.cost_usd,
@@ -371,29 +366,14 @@ class Governor:
                 reason = f"no progress: {len(after.failing)} failing after, {len(before.failing)} before"
             excerpt = "\n".join(text for text in after.excerpts.values())[-3000:]
             return self._failed(turn, "rollback", reason, **facts, excerpt=excerpt, feedback=after.excerpts)
-        if self.integrator is not None:
-            self.code.rollback(turn.checkpoint)  # the lane is done with it: the entries are blobs already
-            return self._integrate(turn, entries, after, facts)
+        return self._accept(turn, entries, after, facts)
+
+    def _accept(self, turn: Turn, entries: dict[str, Entry | None], after: Reading, facts: dict[str, Any]) -> Outcome:
+        """A change the sensors kept: committed onto main (a lane's goes through the integrator instead)."""
         commit = self._keep(turn, entries, after)
         write_json(self.dir / "readings" / "last-kept.json", {"commit": commit, **after.as_json()})
-        return self._end(turn, "keep", f"failing {len(before.failing)} -> {len(after.failing)}", **facts, commit=commit)
-
-    def _integrate(self, turn: Turn, entries: dict[str, Entry | None], after: Reading, facts: dict[str, Any]) -> Outcome:
-        """A lane's kept change, onto main by the integrator: kept there, or rolled back as an attempt that failed."""
-        assert self.integrator is not None
-        integration = self.integrator.integrate(self.journal, turn, entries, after)
-        if integration.handed_off:  # a turn on a cluster node: the head integrates it (build_loop/remote.py)
-            return Outcome("candidate", f"iteration {turn.n} ({turn.item.id}): kept in its lane; handed to the head",
-                           turn.n, turn.item.id, None, turn.facts.get("cost_usd"), None, {"facts": facts})
-        facts = {**facts, **integration.facts}
-        if integration.commit is None:
-            excerpt = "\n".join(integration.after.excerpts.values())[-3000:]
-            return self._failed(turn, "rollback", integration.reason, **facts, excerpt=excerpt,
-                                feedback=integration.after.excerpts)
-        write_json(self.dir / "readings" / "last-kept.json", {"commit": integration.commit,
-                                                               **integration.after.as_json()})
         return self._end(turn, "keep", f"failing {len(turn.before.failing)} -> {len(after.failing)}", **facts,
-                         commit=integration.commit)
+                         commit=commit)
 
     def _keep(self, turn: Turn, entries: dict[str, Entry | None], after: Reading) -> str:
         """Commit exactly the blobs the fence kept (nothing written since), journal the intent, then publish."""
@@ -416,7 +396,7 @@ class Governor:
             reason = f"{reason} (the gateway stopped the turn: {turn.facts['budget_stop']})"
         record = {**self._where(turn), **turn.facts, "decision": decision, "reason": reason, **extra}
         self.journal.append("iteration.ended", record)
-        current_turn.ended(self.dir, lane=self.lane.number if self.lane else None)
+        current_turn.ended(self.dir, lane=self.lane_number)
         write_json(turn.folder / "result.json", record)
         return Outcome(decision, f"iteration {turn.n} ({turn.item.id}): {decision}: {reason}", turn.n, turn.item.id,
                        extra.get("commit"), turn.facts.get("cost_usd"), extra.get("resets_at"), record)

@@ -16,7 +16,7 @@ from canon.store import CanonStore
 from shared.atomic import file_lock, write_json
 from shared.contracts.fix_plan import Item
 from shared.export import remove_tree
-from shared.isolation import sandbox_argv
+from shared.isolation.policy import sandbox_argv
 from shared.process import Limits
 from shared.workspace import Workspace
 

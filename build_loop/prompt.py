@@ -8,7 +8,7 @@ from typing import Any
 
 import jinja2
 
-from shared.isolation import sandbox_argv
+from shared.isolation.policy import sandbox_argv
 from shared.process import Limits, Request, run
 from shared.workspace import Workspace
 

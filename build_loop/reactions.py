@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from shared.contracts.fix_plan import FixPlan
 from shared.journal import Journal
-from shared.series import diagnose_segment, read_history
+from shared.monitor.series import diagnose_segment, read_history
 from shared.workspace import Workspace
 
 FLAT_ADVICE = ("flat from the start: the target or the context is the problem, not the model. Check that the "

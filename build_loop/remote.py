@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from build_loop.governor import Governor
 from build_loop.history import ItemHistory
 from build_loop.integrator import Integration
+from build_loop.lane_governor import LaneGovernor
 from build_loop.lanes import Lane
 from build_loop.sensors import Reading
-from build_loop.turn import Options, Outcome, Turn
+from build_loop.turn import Options, Outcome, Shared, Spend, Turn
 from canon.model import Canon
 from canon.store import CanonStore
 from shared.bundles import bundle_commit, bundle_range, fetch_bundle, open_bundle
@@ -119,8 +119,8 @@ def run_remote_turn(task: RemoteTurn) -> RemoteResult:
         item = plan.open_item(task.item_id)
         assert item is not None, task.item_id
         collector, handoff = CollectingJournal(), Handoff()
-        governor = Governor(ws, task.options, lane=Lane.of(ws, task.lane), integrator=handoff,  # type: ignore[arg-type]
-                            journal=collector, owns_gateway=False)  # type: ignore[arg-type]
+        governor = LaneGovernor(ws, task.options, lane=Lane.of(ws, task.lane), integrator=handoff,
+                                shared=Shared(Spend(), journal=collector))
         try:
             canon = CanonStore(ws.canon).load()
             outcome = governor.lane_turn(plan, item, canon, task.history, task.n, task.base)
@@ -156,12 +156,12 @@ class RemoteLanes:
     def close(self) -> None:
         self.pool.shutdown()
 
-    def turn(self, governor: Governor, plan: Any, item: Any, canon: Canon, history: ItemHistory, n: int,
+    def turn(self, governor: LaneGovernor, plan: Any, item: Any, canon: Canon, history: ItemHistory, n: int,
              base: str) -> Outcome:
         """Ship the turn to a node, wait for it, and finish it here (journal, files, integration)."""
         task = RemoteTurn(self.ws.config_file.read_text(), self._bundle(CanonStore(self.ws.canon).git, canon.commit),
                           self._bundle(governor.main, base), base, plan.model_dump_json(), item.id, history, n,
-                          governor.lane.number if governor.lane else 0, governor.options)
+                          governor.lane.number, governor.options)
         cluster = self.ws.config.cluster
         future = self.pool.submit(run_remote_turn, (task,), cpus=cluster.cpus_per_turn)
         while not future.done():
@@ -175,7 +175,7 @@ class RemoteLanes:
         return bundle_commit(repo, rev, self.bundles).read_bytes()
 
 
-def finish(governor: Governor, plan: Any, item: Any, canon: Canon, history: ItemHistory, n: int, base: str,
+def finish(governor: LaneGovernor, plan: Any, item: Any, canon: Canon, history: ItemHistory, n: int, base: str,
            result: RemoteResult) -> Outcome:
     """On the head: a node's turn into build's journal and folders, and its kept change through the integrator."""
     for kind, data in result.rows:
@@ -198,7 +198,7 @@ def finish(governor: Governor, plan: Any, item: Any, canon: Canon, history: Item
         turn = Turn(n, item, canon, plan, history, folder, scratch, base, RefState("", base, (), ()), canon_dir,
                     governor.measure.sensors(item, canon, canon_dir), Reading.from_json(result.before),
                     facts={**result.outcome.details.get("facts", {}), "node": result.node})
-        return governor._integrate(turn, entries, Reading.from_json(result.after), turn.facts)
+        return governor.integrate(turn, entries, Reading.from_json(result.after), turn.facts)
     finally:
         governor.main.command("update-ref", "-d", ref)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -21,7 +21,7 @@ BANNER = "[SIMULATED AGENT: a scripted stand-in for an LLM; no model is called]"
 
 
 def reference_root() -> Path:
-    return Path(str(resources.files("shared.example") / "reference"))
+    return Path(str(resources.files("shared.app.example") / "reference"))
 
 
 def apply_reference(requirements: list[str], variant: str) -> list[str]:

@@ -41,6 +41,14 @@ class Spend:
 
 
 @dataclass(frozen=True)
+class Shared:
+    """What a lane's governor shares with the scheduler and the other lanes (build.workers > 1)."""
+
+    spend: Spend
+    journal: Any = None  # build's journal by default; a cluster node's collects its rows for the head
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What one iteration came to, as build-loop reports it."""
 

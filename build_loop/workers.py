@@ -22,16 +22,17 @@ from dataclasses import dataclass
 from build_loop import budgets
 from build_loop.escalation import agent_broken, agent_setup
 from build_loop.gateway.server import Gateway
-from build_loop.governor import Governor
 from build_loop.history import item_history, next_iteration
 from build_loop.integrator import Integrator
+from build_loop.lane_governor import LaneGovernor
 from build_loop.lanes import Lane
 from build_loop.measure import Measurer
 from build_loop.picker import current_plan, done_items, ready_items, why_nothing
 from build_loop.reactions import react
 from build_loop.recovery import recover
+from build_loop.remote import RemoteLanes
 from build_loop.run import MAX_LIMIT_WAIT, before_first_plan, budget_hit
-from build_loop.turn import Options, Outcome, Spend
+from build_loop.turn import Options, Outcome, Shared, Spend
 from canon.scope import may_overlap
 from canon.store import CanonStore
 from shared.atomic import file_lock
@@ -57,7 +58,7 @@ class InFlight:
 
 class Workers:
     def __init__(self, ws: Workspace, options: Options, *, count: int, gateway: Gateway | None,
-                 echo: Callable[[str], None], stopper: Stopper) -> None:
+                 echo: Callable[[str], None], stopper: Stopper, remote: RemoteLanes | None = None) -> None:
         self.ws, self.options, self.count, self.gateway, self.echo, self.stopper = (
             ws, options, count, gateway, echo, stopper)
         self.main = GitRepo.adopt(ws.code, ws.code_git)
@@ -70,11 +71,7 @@ class Workers:
                         file_bytes=build.max_file_bytes, output_bytes=build.max_output_bytes)
         self.integrator = Integrator(self.main, Measurer(ws, self.canon_store, self.dir, limits, tree=ws.code))
         self.agent_setup = agent_setup(ws, options.agent_command)
-        self.remote = None  # with [cluster] backend = "ray": each turn runs as a task on the cluster
-        if ws.config.cluster.backend == "ray":
-            from build_loop.remote import RemoteLanes
-
-            self.remote = RemoteLanes(ws)
+        self.remote = remote  # with [cluster] backend = "ray": each turn runs as a task on the cluster
         self.flying: dict[Future[Outcome], InFlight] = {}
         self.turns, self.cost, self.started = 0, 0.0, time.monotonic()
         self.next_n = 0
@@ -180,9 +177,8 @@ class Workers:
         self.said = ""
 
     def _lane_turn(self, lane: int, *args: object) -> Outcome:
-        governor = Governor(self.ws, self.options, cancel=self.stopper.event, gateway=self.gateway,
-                            lane=Lane.of(self.ws, lane), integrator=self.integrator, spend=self.spend,
-                            owns_gateway=False)
+        governor = LaneGovernor(self.ws, self.options, lane=Lane.of(self.ws, lane), integrator=self.integrator,
+                                shared=Shared(self.spend), cancel=self.stopper.event, gateway=self.gateway)
         try:
             if self.remote is not None:
                 return self.remote.turn(governor, *args)  # type: ignore[arg-type]
@@ -225,6 +221,10 @@ def _clashes(item: Item, other: Item) -> bool:
 
 
 def serve_workers(ws: Workspace, options: Options, *, gateway: Gateway | None, echo: Callable[[str], None],
-                  stopper: Stopper) -> str:
-    return Workers(ws, options, count=ws.config.build.workers, gateway=gateway, echo=echo, stopper=stopper).serve()
+                  stopper: Stopper, remote: RemoteLanes | None = None) -> str:
+    """remote: a connection to the Ray cluster, made before build restricted itself ([cluster] backend = "ray")."""
+    if ws.config.cluster.backend == "ray" and remote is None:
+        remote = RemoteLanes(ws)
+    return Workers(ws, options, count=ws.config.build.workers, gateway=gateway, echo=echo, stopper=stopper,
+                   remote=remote).serve()
 

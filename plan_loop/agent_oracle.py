@@ -22,7 +22,7 @@ from canon.model import Canon
 from plan_loop.items import item_id
 from shared.checks.snapshot import Snapshot
 from shared.contracts.fix_plan import Evidence, Item
-from shared.isolation import sandbox_argv
+from shared.isolation.policy import sandbox_argv
 from shared.journal import canonical
 from shared.process import Request, run
 from shared.workspace import Workspace

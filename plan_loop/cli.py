@@ -10,17 +10,23 @@ from plan_loop.agent_oracle import PlanAgent, make_agent
 from plan_loop.passes import PassReport, PlanService
 from plan_loop.run import serve_plan
 from shared.boundary import run_cli, workspace_option
+from shared.checks.remote import RemoteChecker
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.fix_plan import FixPlan
 from shared.daemon import Stopper
-from shared.isolation import restrict_self
+from shared.isolation.policy import restrict_self
 from shared.workspace import Workspace
 
 
 def _service(workspace: Path) -> PlanService:
     ws = Workspace.open(workspace)
+    remote = None
+    if ws.config.cluster.backend == "ray":  # Ray's driver opens its logs and sockets outside plan's stores: first
+        remote = RemoteChecker(ws)
     click.echo(restrict_self(ws, "plan").banner("plan-loop"), err=True)
-    return PlanService(ws)
+    if remote is not None:
+        click.echo(f"plan-loop: checks run as tasks on the Ray cluster at {ws.config.cluster.address}", err=True)
+    return PlanService(ws, remote=remote)
 
 
 def _agent(service: PlanService, agent_command: str) -> PlanAgent | None:

@@ -16,6 +16,7 @@ from plan_loop.items import items_from_results
 from shared.atomic import file_lock
 from shared.checks import snapshot
 from shared.checks.oracle import EXCERPT_LINES, Check, Result, build_checks, check_limits, fingerprint, run_checks
+from shared.checks.remote import RemoteChecker
 from shared.checks.snapshot import Limits, Snapshot
 from shared.checks.store import PlanStore
 from shared.conformance import VOID_PREFIX
@@ -23,7 +24,7 @@ from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.errors import ExportError, GitError, WorkspaceError
-from shared.isolation import sandbox_flags
+from shared.isolation.policy import sandbox_flags
 from shared.journal import Journal, Memo
 from shared.workspace import Workspace
 
@@ -74,8 +75,10 @@ def unexported_results(canon: Canon, code_commit: str, error: str, timeout: floa
 
 
 class PlanService:
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, *, remote: RemoteChecker | None = None) -> None:
+        """remote: where the checks run with [cluster] backend = "ray" (connected before plan restricted itself)."""
         self.ws = ws
+        self.remote = remote
         self.canon = CanonStore(ws.canon)
         self.code = ws.code_repo()
         self.journal = Journal.for_role(ws, "plan")
@@ -85,6 +88,8 @@ class PlanService:
     def close(self) -> None:
         self.journal.close()
         self.memo.close()
+        if self.remote is not None:
+            self.remote.close()
 
     def demolish_areas(self) -> frozenset[str]:
         """Areas the monitor flagged as stalled, so the next pass emits a demolish item for them."""
@@ -140,7 +145,8 @@ class PlanService:
                     checks = build_checks(canon, self.canon.git, stored, code_commit, config.check_timeout)
                     results = run_checks(checks, snap, jobs=config.jobs, memo=None if fresh else self.memo,
                                          sandbox_flags=sandbox_flags(self.ws, [snap.scratch]),
-                                         limits=check_limits(self.ws.config))
+                                         limits=check_limits(self.ws.config), remote=self.remote.runner(  # from the code's full history: plan's store is shallow
+                                             self.code, code_commit, self.canon.git, canon.commit) if self.remote else None)
                     code_files = set(stored.files_at(code_commit))
                     if agent:
                         agent_items, rejections, judged = agent(canon, snap, unmeasured)

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from canon.store import CanonStore
+from shared.app.init import init_workspace
 from shared.git import GitRepo
-from shared.init import init_workspace
 from shared.workspace import Workspace
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts._bench import median_ms, timed  # noqa: E402
-from shared.monitor import diagnose  # noqa: E402
+from shared.monitor.fit import diagnose  # noqa: E402
 
 
 def least_squares(series: list[float]) -> float:

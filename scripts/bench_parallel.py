@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from shared.init import init_workspace  # noqa: E402
+from shared.app.init import init_workspace  # noqa: E402
 from spec_loop.draft import Draft  # noqa: E402
 from spec_loop.service import SpecService  # noqa: E402
 

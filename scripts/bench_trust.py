@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from build_loop.governor import Governor, Options  # noqa: E402
 from plan_loop.passes import PlanService  # noqa: E402
-from shared.init import example_root, init_workspace  # noqa: E402
-from shared.status import status  # noqa: E402
+from shared.app.init import example_root, init_workspace  # noqa: E402
+from shared.app.status import status  # noqa: E402
 from shared.workspace import Workspace  # noqa: E402
 
 TASKS = ["TK-1", "TK-2", "TK-3", "TK-5", "TK-4"]  # priority order, dependencies first

@@ -1,3 +1,3 @@
-from shared.cli import main
+from shared.app.cli import main
 
 main()

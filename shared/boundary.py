@@ -39,7 +39,7 @@ def _versions() -> str:
     import subprocess
     from importlib.metadata import PackageNotFoundError, version
 
-    from shared.sandbox import landlock_abi
+    from shared.isolation.sandbox import landlock_abi
 
     def safely(read: Callable[[], str]) -> str:
         try:

@@ -93,6 +93,11 @@ class Workspace:
     def supervisor_conf(self) -> Path:
         return self.supervisor_dir / "supervisord.conf"
 
+    @property
+    def supervisor_credentials(self) -> Path:
+        """The supervisord socket's username and password (0600), unreadable inside every sandbox."""
+        return self.supervisor_dir / "credentials"
+
     def log_path(self, role: Role) -> Path:
         return self.supervisor_dir / f"{role}.log"
 

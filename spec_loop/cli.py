@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from shared.boundary import run_cli, workspace_option
-from shared.isolation import restrict_self
+from shared.isolation.policy import restrict_self
 from shared.workspace import Workspace
 from spec_loop.checks import check_canon
 from spec_loop.draft import Draft, target_for

@@ -39,7 +39,7 @@ from shared.checks.oracle import Result, build_checks, check_limits, run_checks
 from shared.checks.store import PlanStore
 from shared.errors import ExportError, GitError
 from shared.git import Entry, GitRepo, is_repo
-from shared.isolation import sandbox_flags
+from shared.isolation.policy import sandbox_flags
 from shared.workspace import Workspace
 
 OUTPUT_LINES = 15  # of a refused check's output, shown with the refusal

@@ -15,7 +15,7 @@ import shlex
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from canon.model import Document
-from shared.isolation import sandbox_argv
+from shared.isolation.policy import sandbox_argv
 from shared.process import Request, run
 from shared.workspace import Workspace
 

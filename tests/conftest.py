@@ -41,7 +41,7 @@ def _no_leaked_children() -> object:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     is_root = os.geteuid() == 0
-    from shared.sandbox import landlock_abi
+    from shared.isolation.sandbox import landlock_abi
 
     abi = landlock_abi()
     for item in items:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from shared import supervisor
+from shared.app import supervisor
+from shared.app.status import status
 from shared.contracts import fix_plan as fix_plan_file
 from shared.journal import Journal
-from shared.status import status
 from tests.helpers.waiting import wait_until
 from tests.helpers.workspaces import cli, example, git
 

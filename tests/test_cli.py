@@ -10,7 +10,7 @@ import pytest
 
 from build_loop.cli import cli as build_cli
 from plan_loop.cli import cli as plan_cli
-from shared.cli import cli as banach_cli
+from shared.app.cli import cli as banach_cli
 from spec_loop.cli import cli as spec_cli
 from tests.helpers.workspaces import cli, example
 

@@ -12,7 +12,7 @@ from plan_loop.agent_oracle import parse_answer
 from shared.config import parse_config
 from shared.contracts import fix_plan as fix_plan_file
 from shared.errors import BanachError, ConfigError, WorkspaceError
-from shared.series import read_series_file
+from shared.monitor.series import read_series_file
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=12),
                            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),

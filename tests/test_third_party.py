@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.sandbox import landlock_abi
+from shared.isolation.sandbox import landlock_abi
 from tests.helpers.workspaces import AGENTS, cli, git
 
 pytestmark = pytest.mark.slow

@@ -182,8 +182,10 @@ def run_checks(
     memo: Memo | None,
     sandbox_flags: list[str] | None,
     limits: Limits | None = None,
+    remote: Callable[[list[Check]], list[Result]] | None = None,
 ) -> list[Result]:
-    """sandbox_flags: the Landlock wrapper's flags (the checks then run in one sandboxed runner), or None."""
+    """sandbox_flags: the Landlock wrapper's flags (the checks then run in one sandboxed runner), or None.
+    remote: runs the checks the memo did not answer somewhere else (a Ray node, shared/checks/remote.py)."""
     results: dict[int, Result] = {}
     todo: list[tuple[int, Check]] = []
     for index, check in enumerate(checks):
@@ -194,16 +196,22 @@ def run_checks(
         else:
             todo.append((index, check))
     workers = max(1, jobs or os.cpu_count() or 1)
-    prepared = [_prepare(check, snapshot, limits) for _, check in todo]
+    if todo and remote is not None:
+        for (index, _), result in zip(todo, remote([check for _, check in todo]), strict=True):
+            results[index] = result
+        todo_here: list[tuple[int, Check]] = []
+    else:
+        todo_here = todo
+    prepared = [_prepare(check, snapshot, limits) for _, check in todo_here]
     try:
-        if todo and sandbox_flags is not None:
-            ran = _run_sandboxed([c for _, c in todo], prepared, snapshot, workers, sandbox_flags, limits)
-            for (index, _), result in zip(todo, ran, strict=True):
+        if todo_here and sandbox_flags is not None:
+            ran = _run_sandboxed([c for _, c in todo_here], prepared, snapshot, workers, sandbox_flags, limits)
+            for (index, _), result in zip(todo_here, ran, strict=True):
                 results[index] = result
-        elif todo:
+        elif todo_here:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = {index: pool.submit(lambda c, p: _result(c, run(p.request), p), check, ready)
-                           for (index, check), ready in zip(todo, prepared, strict=True)}
+                           for (index, check), ready in zip(todo_here, prepared, strict=True)}
                 for index, future in futures.items():
                     results[index] = future.result()
     finally:

@@ -44,7 +44,7 @@ def _flag_values(argv: list[str], flag: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    from shared.sandbox import landlock_features, restrict_writes
+    from shared.isolation.sandbox import landlock_features, restrict_writes
 
     jobs = int((_flag_values(argv, "--jobs") or ["1"])[0])
     writable = [Path(p) for p in _flag_values(argv, "--write")]

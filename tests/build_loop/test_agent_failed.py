@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from shared.journal import Journal
-from shared.series import read_history
+from shared.monitor.series import read_history
 from shared.workspace import Workspace
 from tests.helpers.workspaces import AGENTS, cli, custom, example
 

@@ -122,9 +122,9 @@ def test_twelve_disjoint_items_certify_and_run_at_once(tmp_path: Path, workers: 
 
 
 def _status_and_plot_show_the_workers(ws: Workspace, workers: int) -> None:
-    from shared.plot import figure
-    from shared.series import read_history
-    from shared.status import render, status
+    from shared.app.status import render, status
+    from shared.monitor.plot import figure
+    from shared.monitor.series import read_history
 
     shown = render(status(ws))
     assert f"workers     {workers} lanes" in shown

@@ -6,8 +6,11 @@ non-head node while a turn runs there loses nothing: Ray runs that turn again on
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,8 +42,10 @@ def on_cluster(ws: Workspace, cluster: RayCluster, *, workers: int = 2, cpus: fl
     return Workspace.open(ws.root)
 
 
+@pytest.mark.landlock
 def test_the_example_certifies_with_turns_on_the_cluster(tmp_path: Path, cluster: RayCluster) -> None:
-    ws = on_cluster(example(tmp_path), cluster)
+    """Under Landlock: build-loop (the Ray driver) restricted to its own stores, each node's agent sandboxed."""
+    ws = on_cluster(example(tmp_path, backend="landlock"), cluster)
     printed = "\n".join(certify(ws))
     assert f"turns run as tasks on the Ray cluster at {cluster.address}" in printed
     kept = [span for span in turns(ws) if span["decision"] == "keep"]
@@ -55,6 +60,21 @@ def test_twelve_items_certify_on_both_nodes(tmp_path: Path, cluster: RayCluster)
     kept = [span for span in turns(ws) if span["decision"] == "keep"]
     assert sorted(str(span["item"])[:4] for span in kept) == [f"P-{n:02d}" for n in range(1, 13)]
     assert len({span["ended"]["node"] for span in kept}) == 2  # type: ignore[index]  # the head and the second node
+
+
+def test_plans_checks_run_on_the_cluster(tmp_path: Path, cluster: RayCluster) -> None:
+    """plan-loop with [cluster] backend = "ray": the checks its memo does not answer run on a node, from bundles."""
+    from tests.helpers.workspaces import custom
+
+    ws = on_cluster(custom(tmp_path, "## W-1: where\npaths: w.txt\nchecks:\n  - pwd && test -f w.txt\n\nw.txt exists.\n",
+                           "parts.py"), cluster)
+    result = subprocess.run([sys.executable, "-m", "plan_loop", "once", "-w", str(ws.root)], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f"plan-loop: checks run as tasks on the Ray cluster at {cluster.address}" in result.stderr
+    assert "residual 1" in result.stdout
+    plan = json.loads(ws.fix_plan_json.read_text())
+    assert "banach-checks-" in plan["items"][0]["evidence"][0]["excerpt"]  # the node's own snapshot, not plan's
 
 
 def test_killing_the_non_head_node_mid_turn_loses_nothing(tmp_path: Path, cluster: RayCluster) -> None:

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.init import init_workspace
+from shared.app.init import init_workspace
 from shared.workspace import Workspace
 
 HELPERS = Path(__file__).resolve().parent

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from plan_loop.passes import PlanService
+from shared.app.status import status
 from shared.contracts import fix_plan as fix_plan_file
 from shared.journal import Journal
-from shared.status import status
 from shared.workspace import Workspace
 from tests.helpers.workspaces import agent, cli, git
 

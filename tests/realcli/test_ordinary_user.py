@@ -47,8 +47,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from shared.isolation.users import NOLOGIN, unreachable_ancestors
 from shared.journal import Journal
-from shared.users import NOLOGIN, unreachable_ancestors
 from shared.workspace import Workspace
 from tests.helpers.model_server import ModelServer, Script, Write
 from tests.helpers.workspaces import git

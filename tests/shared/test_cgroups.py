@@ -89,7 +89,7 @@ def test_the_child_runs_inside_its_cgroups_and_they_are_removed_afterwards(tmp_p
 
 def test_a_contained_process_under_landlock_cannot_move_itself_out(tmp_path: Path) -> None:
     targets = [str(base.parent / "cgroup.procs") for base in bases()]
-    sandboxed = (sys.executable, "-I", "-m", "shared.sandbox", "--write", str(tmp_path), "--",
+    sandboxed = (sys.executable, "-I", "-m", "shared.isolation.sandbox", "--write", str(tmp_path), "--",
                  *agent("leaves_cgroup.py", *targets))
     outcome = run(Request(sandboxed, cwd=tmp_path, env=ENV, timeout=20, limits=Limits(max_processes=64)))
     assert outcome.ok, outcome.describe()

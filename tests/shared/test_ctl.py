@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import supervisor
+from shared.app import supervisor
 from tests.helpers.workspaces import cli, example
 
 

@@ -12,7 +12,7 @@ from shared.workspace import Workspace
 from tests.helpers.probe import script, targets_json
 from tests.helpers.workspaces import cli, example
 
-PROBE = script("from shared.isolation import restrict_self\nfrom shared.workspace import Workspace\n"
+PROBE = script("from shared.isolation.policy import restrict_self\nfrom shared.workspace import Workspace\n"
                 "restrict_self(Workspace.open(sys.argv[1]), sys.argv[2])")
 
 
@@ -65,7 +65,7 @@ def test_startup_line_reports_landlock_abi(tmp_path: Path) -> None:
 READER = """
 import errno, json, sys
 from pathlib import Path
-from shared.isolation import restrict_self
+from shared.isolation.policy import restrict_self
 from shared.journal import Journal
 from shared.workspace import Workspace
 ws, role = Workspace.open(sys.argv[1]), sys.argv[2]
@@ -86,7 +86,7 @@ print(json.dumps(out))
 @pytest.mark.landlock
 @pytest.mark.parametrize("role", ["spec", "plan", "build"])
 def test_a_role_reads_only_its_own_key(tmp_path: Path, role: str) -> None:
-    from shared import supervisor
+    from shared.app import supervisor
     from shared.journal import Journal
 
     ws = example(tmp_path, backend="landlock")

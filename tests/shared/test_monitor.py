@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared.errors import BanachError
-from shared.monitor import LABELS, MIN_INTERVAL_POINTS, diagnose, fit
-from shared.series import read_series_file
+from shared.monitor.fit import LABELS, MIN_INTERVAL_POINTS, diagnose, fit
+from shared.monitor.series import read_series_file
 from tests.helpers.workspaces import cli
 
 SEEDS = range(12)

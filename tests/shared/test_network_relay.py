@@ -27,19 +27,19 @@ from pathlib import Path
 import pytest
 
 from shared.errors import IsolationError
-from shared.isolation import sandbox_argv
-from shared.netrelay import RELAY_NAME
-from shared.sandbox import NET_ABI, landlock_abi
-from shared.users import unreachable_ancestors
+from shared.isolation.netrelay import RELAY_NAME
+from shared.isolation.policy import sandbox_argv
+from shared.isolation.sandbox import NET_ABI, landlock_abi
+from shared.isolation.users import unreachable_ancestors
 from tests.helpers.processes import alive, wait_gone
 from tests.helpers.workspaces import example
 
 ABI = landlock_abi()
 ROOT = Path(__file__).resolve().parents[2]
-WRAPPER = (sys.executable, "-I", "-m", "shared.sandbox")
+WRAPPER = (sys.executable, "-I", "-m", "shared.isolation.sandbox")
 # The wrapper as on a kernel whose Landlock has no network rules: the namespace alone holds the network.
-WRAPPER_WITHOUT_LANDLOCK_NET = (sys.executable, "-I", "-c", "import sys, shared.sandbox as s; s._abi = min(s.landlock_abi(), 3); "
-                                "sys.exit(s.main(sys.argv[1:]))")
+WRAPPER_WITHOUT_LANDLOCK_NET = (sys.executable, "-I", "-c", "import sys, shared.isolation.sandbox as s; "
+                                "s._abi = min(s.landlock_abi(), 3); sys.exit(s.main(sys.argv[1:]))")
 PORT = 8080  # inside the namespace every port is free
 CHUNKS = 5
 
@@ -426,7 +426,8 @@ def nobody_folder() -> Iterator[tuple[str, Path]]:
 def as_nobody(python: str, folder: Path, before: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     """The wrapper with a relay to folder/gateway.sock, run as uid 65534 (not -I, which would drop PYTHONPATH: this
     interpreter may not be the one Banach is installed in), after `before` if given."""
-    wrapper = (python, "-m", "shared.sandbox", "--write", str(folder), "--gateway-relay", f"{folder / 'gateway.sock'}:{PORT}",
+    wrapper = (python, "-m", "shared.isolation.sandbox", "--write", str(folder),
+               "--gateway-relay", f"{folder / 'gateway.sock'}:{PORT}",
                "--", python, "-c", AS_NOBODY, str(PORT), str(folder / "written"))
     return subprocess.run(("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", *before, *wrapper),
                           cwd=folder, env={"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT)}, capture_output=True,
@@ -476,7 +477,7 @@ def test_without_root_and_without_a_user_namespace_it_refuses_saying_why(nobody_
 @pytest.mark.landlock
 @needs_netns
 def test_doctor_tries_the_gateway_only_network() -> None:
-    from shared.doctor import gateway_only_network
+    from shared.app.doctor import gateway_only_network
 
     started = time.monotonic()
     finding = gateway_only_network(configured=True)
@@ -494,7 +495,7 @@ def test_doctor_tries_the_gateway_only_network() -> None:
 def test_the_wrapper_refuses_a_malformed_or_contradictory_relay(tmp_path: Path, flags: list[str]) -> None:
     result = subprocess.run((*WRAPPER, "--write", str(tmp_path), *flags, "--", "true"), capture_output=True, text=True,
                             timeout=60)
-    assert result.returncode == 2 and "shared.sandbox:" in result.stderr, result.stderr
+    assert result.returncode == 2 and "shared.isolation.sandbox:" in result.stderr, result.stderr
 
 
 def test_sandbox_argv_asks_for_the_relay_and_refuses_it_without_the_wrapper(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from plan_loop.passes import PlanService
-from shared.plot import draw_workspace
+from shared.app.plot import draw_workspace
 from shared.workspace import Workspace
 from tests.helpers.waiting import wait_until
 

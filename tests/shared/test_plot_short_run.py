@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from plan_loop.passes import PlanService
-from shared.monitor import Diagnosis
-from shared.plot import draw, draw_workspace, figure, pass_ticks, residual_ticks
-from shared.series import History, read_history
+from shared.app.plot import draw_workspace
+from shared.monitor.fit import Diagnosis
+from shared.monitor.plot import draw, figure, pass_ticks, residual_ticks
+from shared.monitor.series import History, read_history
 from shared.workspace import Workspace
 from spec_loop.draft import Draft
 from spec_loop.service import SpecService

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.isolation import sandbox_argv
-from shared.sandbox import NET_ABI, SCOPE_ABI, landlock_abi
+from shared.isolation.policy import sandbox_argv
+from shared.isolation.sandbox import NET_ABI, SCOPE_ABI, landlock_abi
 from tests.helpers.workspaces import example
 
 ABI = landlock_abi()
@@ -25,7 +25,7 @@ needs_scopes = pytest.mark.skipif(ABI < SCOPE_ABI, reason=f"Landlock scopes need
 needs_net = pytest.mark.skipif(ABI < NET_ABI, reason=f"Landlock network rules need ABI {NET_ABI} (Linux >= 6.7); "
                                f"this kernel has ABI {ABI}")
 
-WRAPPER = (sys.executable, "-I", "-m", "shared.sandbox")
+WRAPPER = (sys.executable, "-I", "-m", "shared.isolation.sandbox")
 
 # Outside any sandbox: blocks the signals it may be sent, so the kernel records them as pending instead of
 # acting on them, runs the rest of argv (if any), and reports what was pending once stdin closes.
@@ -212,7 +212,7 @@ def test_control_without_network_flags_both_ports_connect(tmp_path: Path, listen
 def test_wrapper_refuses_unknown_or_contradictory_flags(tmp_path: Path) -> None:
     for flags in (["--no-netwrok"], ["--no-network", "--connect-port", "80"], ["--connect-port"]):
         result = subprocess.run(sandboxed(tmp_path, flags, ("true",)), capture_output=True, text=True, timeout=60)
-        assert result.returncode == 2 and "shared.sandbox:" in result.stderr, (flags, result.stderr)
+        assert result.returncode == 2 and "shared.isolation.sandbox:" in result.stderr, (flags, result.stderr)
 
 
 # As plan's worker uses it: restrict_writes in-process, here as an older kernel would run it (the ABI answer
@@ -220,7 +220,7 @@ def test_wrapper_refuses_unknown_or_contradictory_flags(tmp_path: Path) -> None:
 OLDER_KERNEL = """
 import errno, json, sys
 from pathlib import Path
-import shared.sandbox as sandbox
+import shared.isolation.sandbox as sandbox
 sandbox._abi = int(sys.argv[1])
 inside, outside = Path(sys.argv[2]), Path(sys.argv[3])
 out = {}
@@ -261,7 +261,8 @@ os.execvp(command[0], command)
 """
 PLANTS = {
     "shared-package": {"shared/__init__.py": 'import sys\nprint("PLANTED " + __file__, file=sys.stderr)\n',
-                       "shared/sandbox.py": PLANT},
+                       "shared/isolation/__init__.py": 'import sys\nprint("PLANTED " + __file__, file=sys.stderr)\n',
+                       "shared/isolation/sandbox.py": PLANT},
     "stdlib-module": {"ctypes.py": PLANT},  # the real wrapper imports ctypes: a copy beside it would run instead
 }
 WRITE_OUTSIDE = """
@@ -288,7 +289,7 @@ def test_modules_planted_in_the_work_tree_do_not_replace_the_wrapper(tmp_path: P
         return subprocess.run(argv, cwd=ws.code, env={**os.environ, "PYTHONPATH": str(ws.code)}, capture_output=True,
                               text=True, timeout=60)
 
-    control = in_work_tree((sys.executable, "-m", "shared.sandbox", "--write", str(ws.code), "--", *program))
+    control = in_work_tree((sys.executable, "-m", "shared.isolation.sandbox", "--write", str(ws.code), "--", *program))
     planted = {f"PLANTED {ws.code / relative}" for relative in PLANTS[plant]}
     assert planted <= set(control.stderr.splitlines()), control.stderr  # the attack, with plain -m: every plant ran
     assert control.stdout.strip() == "WROTE OUTSIDE"

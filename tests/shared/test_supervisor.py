@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import supervisor
+from shared.app import supervisor
 from shared.contracts import fix_plan as fix_plan_file
 from shared.journal import Journal
 from shared.workspace import Workspace
@@ -125,7 +125,7 @@ def test_the_socket_refuses_a_caller_without_the_password(running: Workspace) ->
 
 @pytest.mark.landlock
 def test_a_sandboxed_agent_can_neither_read_the_credentials_nor_stop_plan(running: Workspace) -> None:
-    from shared.isolation import sandbox_flags
+    from shared.isolation.policy import sandbox_flags
 
     ws = running
     assert wait_until(lambda: "plan" in pids(ws), [ws.supervisor_dir], 30)
@@ -133,8 +133,8 @@ def test_a_sandboxed_agent_can_neither_read_the_credentials_nor_stop_plan(runnin
     flags = sandbox_flags(ws, [ws.code])  # what build gives its agent and plan its checks
     assert flags is not None
     attacker = str(HELPERS / "agents" / "hostile" / "supervisor_client.py")
-    result = subprocess.run([sys.executable, "-m", "shared.sandbox", *flags, "--", sys.executable, attacker, str(ws.root)],
-                            capture_output=True, text=True, timeout=60, cwd=ws.code)
+    result = subprocess.run([sys.executable, "-m", "shared.isolation.sandbox", *flags, "--", sys.executable, attacker,
+                             str(ws.root)], capture_output=True, text=True, timeout=60, cwd=ws.code)
     assert result.returncode == 0, result.stderr
     assert "READ " not in result.stdout, result.stdout
     for secret in ("credentials", "supervisord.conf", "build.key"):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from shared import supervisor
-from shared.users import account_name, lookup, remove_users, setup_users
+from shared.app import supervisor
+from shared.isolation.users import account_name, lookup, remove_users, setup_users
 from shared.workspace import Workspace
 from tests.helpers.probe import script, targets_json
 from tests.helpers.waiting import wait_until
@@ -28,7 +28,7 @@ PROBE = script()
 def reachable_interpreter():  # type: ignore[no-untyped-def]
     """The role accounts must be able to run this interpreter. Where a folder on its path is closed to other
     accounts (pyenv under /root here), open it for traversal only (o+x, not listing) for the test, then restore it."""
-    from shared.users import unreachable_ancestors
+    from shared.isolation.users import unreachable_ancestors
 
     blocked = [(folder, folder.stat().st_mode) for folder in unreachable_ancestors(Path(sys.executable))]
     for folder, mode in blocked:

@@ -5,7 +5,9 @@ from _hostile import apply, marker, write
 
 payload = "import pathlib\npathlib.Path({path!r}).write_text('ran')\n"
 write("shared/__init__.py", payload.format(path=marker("shared")))
-write("shared/sandbox.py", payload.format(path=marker("sandbox")) + "import os, sys\nos.execvp(sys.argv[-1], sys.argv[-1:])\n")
+write("shared/isolation/__init__.py", payload.format(path=marker("shared.isolation")))
+write("shared/isolation/sandbox.py",
+      payload.format(path=marker("sandbox")) + "import os, sys\nos.execvp(sys.argv[-1], sys.argv[-1:])\n")
 write("pytest.py", payload.format(path=marker("pytest")) + "import os\nos._exit(0)\n")
 write("_pytest/__init__.py", payload.format(path=marker("_pytest")))
 write("sitecustomize.py", payload.format(path=marker("sitecustomize")))

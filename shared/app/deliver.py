@@ -21,7 +21,7 @@ from canon.store import CanonStore
 from shared.contracts import trailers
 from shared.errors import GitError, WorkspaceError
 from shared.git import Entry, GitRepo, hardened_command
-from shared.series import read_history
+from shared.monitor.series import read_history
 from shared.workspace import Workspace
 
 TESTS_TRAILER = "Banach-Conformance-Tests"  # on the commit --with-tests adds: the test files it carries

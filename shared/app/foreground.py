@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from canon.store import CanonStore
-from shared import supervisor
+from shared.app import supervisor
 from shared.daemon import Stopper
 from shared.process import Outcome, Request, run
 from shared.workspace import Workspace

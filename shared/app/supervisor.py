@@ -7,7 +7,7 @@ and starts supervisord; `supervisorctl -c state/supervisor/supervisord.conf` wor
 The socket asks for a username and password, made once per workspace into state/supervisor/credentials
 (mode 0600) and copied into the config (mode 0600), because file modes alone do not keep out a process
 running as the same user (or root): the agent could otherwise stop the plan loop. Neither file is
-readable inside a role's or the agent's Landlock sandbox (shared/isolation.py).
+readable inside a role's or the agent's Landlock sandbox (shared/isolation/policy.py).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class Credentials:
 
 
 def credentials_path(ws: Workspace) -> Path:
-    return ws.supervisor_dir / "credentials"
+    return ws.supervisor_credentials
 
 
 def credentials(ws: Workspace) -> Credentials:
@@ -133,7 +133,7 @@ def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0
     if running(ws):
         return states(ws)
     if users is None and ws.config.isolation.backend == "users":
-        from shared.users import supervisor_users
+        from shared.isolation.users import supervisor_users
 
         if os.geteuid() != 0:
             raise SupervisorError("isolation backend 'users': 'banach up' must run as root, so supervisord can start "

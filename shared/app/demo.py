@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared import supervisor
-from shared.init import init_workspace
+from shared.app import supervisor
+from shared.app.init import init_workspace
+from shared.app.status import status
 from shared.journal import Journal
-from shared.plot import draw
-from shared.series import read_history
-from shared.status import status
+from shared.monitor.plot import draw
+from shared.monitor.series import read_history
 from shared.workspace import Workspace
 
 

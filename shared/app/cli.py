@@ -36,11 +36,11 @@ def init(directory: Path, example: bool, code_source: str, with_users: bool) -> 
 
     Example: banach init ./ws --code ~/src/myproject   (or: banach init ./ws --example)
     """
-    from shared.init import init_workspace, next_steps
+    from shared.app.init import init_workspace, next_steps
 
     ws = init_workspace(directory, example=example, code_source=code_source)
     if with_users:
-        from shared.users import setup_users
+        from shared.isolation.users import setup_users
 
         ws.config_file.write_text(ws.config_file.read_text().replace('backend = "landlock"', 'backend = "users"'))
         for account in setup_users(Workspace.open(ws.root)):
@@ -56,7 +56,7 @@ def setup_users_command(workspace: Path) -> None:
 
     Example: sudo banach setup-users -w ws
     """
-    from shared.users import setup_users
+    from shared.isolation.users import setup_users
 
     for account in setup_users(Workspace.open(workspace)):
         click.echo(f"account {account.name} (uid {account.uid}) owns its stores")
@@ -71,7 +71,7 @@ def doctor(ctx: click.Context, workspace: Path) -> None:
 
     Example: banach doctor -w ws
     """
-    from shared.doctor import examine
+    from shared.app.doctor import examine
     from shared.errors import ConfigError
 
     try:
@@ -102,7 +102,7 @@ def export_systemd(workspace: Path, output: Path) -> None:
 
     Example: banach export systemd -o ./units
     """
-    from shared.systemd import export as export_units
+    from shared.app.systemd import export as export_units
 
     for path in export_units(Workspace.open(workspace), output):
         click.echo(f"wrote {path}")
@@ -122,7 +122,7 @@ def demo(ctx: click.Context, directory: Path | None, seed: int | None, budget: f
 
     Example: banach demo --seed 3
     """
-    from shared.demo import run_demo
+    from shared.app.demo import run_demo
 
     result = run_demo(directory, seed, budget, click.echo)
     click.echo(result.summary)
@@ -137,8 +137,8 @@ def status(workspace: Path, as_json: bool) -> None:
 
     Example: banach status --json
     """
-    from shared.status import render
-    from shared.status import status as read_status
+    from shared.app.status import render
+    from shared.app.status import status as read_status
 
     info = read_status(Workspace.open(workspace))
     click.echo(json.dumps(info, indent=2, default=str) if as_json else render(info))
@@ -151,7 +151,7 @@ def up(workspace: Path) -> None:
 
     Example: banach up -w ws && banach ctl -w ws status
     """
-    from shared import supervisor
+    from shared.app import supervisor
 
     ws = Workspace.open(workspace)
     for program in supervisor.up(ws, echo=lambda line: click.echo(line, err=True)):
@@ -167,7 +167,7 @@ def down(workspace: Path) -> None:
 
     Example: banach down -w ws
     """
-    from shared import supervisor
+    from shared.app import supervisor
 
     click.echo("stopped" if supervisor.down(Workspace.open(workspace)) else "supervisor was not running")
 
@@ -197,7 +197,7 @@ def run_foreground(ctx: click.Context, workspace: Path, until_certified: bool, m
 
     Example: banach run --until-certified --max-turns 30 --max-cost 5 -w ws
     """
-    from shared.foreground import Budgets, run_until_certified
+    from shared.app.foreground import Budgets, run_until_certified
 
     if not until_certified:
         raise click.UsageError(
@@ -224,7 +224,7 @@ def ctl(ctx: click.Context, workspace: Path, arguments: tuple[str, ...]) -> None
 
     Example: banach ctl status   (or: banach ctl -w ws restart build)
     """
-    from shared.supervisor import supervisorctl
+    from shared.app.supervisor import supervisorctl
 
     ctx.exit(supervisorctl(Workspace.open(workspace), list(arguments)))
 
@@ -242,7 +242,7 @@ def deliver(workspace: Path, target: Path | None, branch: str, with_tests: bool,
 
     Example: banach deliver --with-tests   (or: banach deliver --to ~/src/myproject --branch banach/result)
     """
-    from shared.deliver import deliver as deliver_result
+    from shared.app.deliver import deliver as deliver_result
 
     click.echo(deliver_result(Workspace.open(workspace), target=target, branch=branch, with_tests=with_tests,
                               force=force).summary())
@@ -257,7 +257,7 @@ def logs(workspace: Path, role: str, follow: bool) -> None:
 
     Example: banach logs build -f
     """
-    from shared.supervisor import log_file
+    from shared.app.supervisor import log_file
 
     path = log_file(Workspace.open(workspace), role)
     if not path.exists():
@@ -291,7 +291,7 @@ def verify(ctx: click.Context, workspace: Path, receipts: bool) -> None:
 
     Example: banach journal verify --receipts
     """
-    from shared.verify import verify_all
+    from shared.app.verify import verify_all
 
     ok, lines = verify_all(Workspace.open(workspace), receipts=receipts)
     for line in lines:
@@ -309,8 +309,8 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
 
     Example: banach monitor --series residuals.json --json
     """
-    from shared.monitor import MIN_INTERVAL_POINTS, diagnose
-    from shared.series import diagnose_segment, read_history, read_series_file
+    from shared.monitor.fit import MIN_INTERVAL_POINTS, diagnose
+    from shared.monitor.series import diagnose_segment, read_history, read_series_file
 
     if series is not None:
         values = read_series_file(series)
@@ -341,7 +341,7 @@ def plot(workspace: Path, output: Path | None, watch: bool) -> None:
 
     Example: banach plot -o convergence.png --watch
     """
-    from shared.plot import draw_workspace, watch_and_draw
+    from shared.app.plot import draw_workspace, watch_and_draw
 
     ws = Workspace.open(workspace)
     target = output or ws.root / "convergence.png"

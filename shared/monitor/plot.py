@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,8 @@ from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator, NullLocator
 from matplotlib.transforms import Bbox
 
-from shared.monitor import OFFSET, Diagnosis, Fit
-from shared.series import History, LaneTurn, PlanPass, diagnose_segment, read_history
-from shared.workspace import Workspace
+from shared.monitor.fit import OFFSET, Diagnosis, Fit
+from shared.monitor.series import History, LaneTurn, PlanPass, diagnose_segment
 
 EVENT_STYLE = {  # kind: (marker, colour, legend label); a turn's decision, or something build did after one
     "keep": ("P", "#2ca02c", "kept (turn committed)"),
@@ -36,7 +35,7 @@ DATA_TOP = 0.82  # the highest residual sits this far up the axes; above it is r
 DATA_BOTTOM = 0.07  # and the zero row this far up, so the certificate stars are whole
 
 
-# The y axis is log(r + OFFSET), the transform the monitor fits (shared/monitor.py). Contraction is a straight line
+# The y axis is log(r + OFFSET), the transform the monitor fits (shared/monitor/fit.py). Contraction is a straight line
 # and the fitted line is exactly that line; small counts keep their log spacing; and a residual of 0 has a real,
 # finite place (log 0.5), labelled 0 and drawn like any other count, not tucked under the edge of a log axis.
 def _to_axis(residual: Any) -> Any:
@@ -299,24 +298,3 @@ def draw(history: History, output: Path, *, simulated: bool = False, unmeasured:
     fig.savefig(output)
     return diagnosis
 
-
-def draw_workspace(ws: Workspace, output: Path) -> Diagnosis:
-    from shared.status import status
-
-    info = status(ws)
-    return draw(read_history(ws), output, simulated=info["agent"].startswith("SIMULATED"), unmeasured=len(info["unmeasured"]))
-
-
-def watch_and_draw(ws: Workspace, output: Path, echo: Callable[[str], None]) -> None:
-    """Redraw on every journal change (watchdog, debounced) until interrupted."""
-    from shared.daemon import Stopper
-    from shared.watch import Watcher
-    from shared.workspace import ROLES
-
-    stopper = Stopper().install()
-    folders = [(ws.role_dir(role), False) for role in ROLES]
-    echo(f"wrote {output} ({draw_workspace(ws, output).label}); watching the journals, Ctrl-C to stop")
-    with Watcher(folders, debounce=0.5, wanted=lambda p: p.name.startswith("journal.db")) as watcher:
-        while not stopper.stopping:
-            if watcher.wait(3600, stopper.event):
-                echo(f"redrew {output} ({draw_workspace(ws, output).label})")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import IsolationError
-from shared.sandbox import LandlockMissing, restrict_writes
+from shared.isolation.sandbox import LandlockMissing, restrict_writes
 from shared.workspace import ROLES, Role, Workspace
 
 
@@ -36,11 +36,9 @@ def hidden_paths(ws: Workspace, role: Role) -> list[Path]:
     """What a role may not read: the other roles' keys (a role signs only its own receipts), the model providers'
     keys (only build's gateway sends them) and the supervisor's credentials, with which any process could stop the
     other loops."""
-    from shared.supervisor import credentials_path
-
     others = [ws.keys_dir / f"{other}.key" for other in ROLES if other != role]
     providers = [] if role == "build" else [ws.keys_dir / "providers"]
-    return [*others, *providers, credentials_path(ws), ws.supervisor_conf]
+    return [*others, *providers, ws.supervisor_credentials, ws.supervisor_conf]
 
 
 def landlock_restrict(paths: list[Path], hidden: list[Path] | None = None) -> int:
@@ -92,7 +90,7 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     if backend == "none":
         return Enforcement("none", False, "nothing is enforced")
     if backend == "users":
-        from shared.users import check_running_as
+        from shared.isolation.users import check_running_as
 
         name = check_running_as(ws, role)
         return Enforcement("users", True, f"running as account {name}; writes limited by ownership to {shown}")
@@ -136,8 +134,8 @@ def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *,
     Isolated mode (-I): neither the child's cwd (the work tree) nor PYTHONPATH can put a module before the wrapper's.
 
     gateway_relay (socket, port): the gateway-only network, where 127.0.0.1:port is the gateway's unix socket and
-    nothing else is reachable (shared/netrelay.py). It needs the wrapper, so another backend is refused for it."""
-    from shared.sandbox import landlock_features
+    nothing else is reachable (shared/isolation/netrelay.py). It needs the wrapper, so another backend is refused for it."""
+    from shared.isolation.sandbox import landlock_features
 
     flags = sandbox_flags(ws, writable)
     if flags is None:
@@ -150,4 +148,4 @@ def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *,
     if gateway_relay is not None:
         socket_path, port = gateway_relay
         flags += ["--gateway-relay", f"{socket_path}:{port}"]
-    return (sys.executable, "-I", "-m", "shared.sandbox", *flags, *scope, "--", *argv)
+    return (sys.executable, "-I", "-m", "shared.isolation.sandbox", *flags, *scope, "--", *argv)

@@ -26,7 +26,7 @@ preset = "sim"         # SIMULATED agent: a scripted stand-in for an LLM (it onl
 
 
 def example_root() -> Path:
-    return Path(str(resources.files("shared.example") / "workspace"))
+    return Path(str(resources.files("shared.app.example") / "workspace"))
 
 
 def _copy_tree(source: Path, destination: Path) -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 from typing import Any
 
 from canon.store import CanonStore
-from shared import supervisor
+from shared.app import supervisor
 from shared.contracts import current_turn
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.errors import BanachError
+from shared.isolation.sandbox import landlock_abi
 from shared.journal import Journal
-from shared.sandbox import landlock_abi
-from shared.series import diagnose_segment, read_history
+from shared.monitor.series import diagnose_segment, read_history
 from shared.workspace import LOOP_ROLES, ROLES, Workspace
 
 
@@ -150,7 +150,7 @@ def status(ws: Workspace) -> dict[str, Any]:
 
 def _roles(ws: Workspace, backend: str) -> dict[str, dict[str, object]]:
     if backend == "users":
-        from shared.users import status as users_status
+        from shared.isolation.users import status as users_status
 
         return {role: {"enforced": bool(info["exists"] and info["owns_its_stores"]), **info}
                 for role, info in users_status(ws).items()}

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 
 from shared.cgroups import containment_available
-from shared.sandbox import landlock_abi, landlock_features
+from shared.isolation.sandbox import landlock_abi, landlock_features
 from shared.workspace import Workspace
 
 
@@ -52,7 +52,7 @@ def examine(ws: Workspace | None) -> list[Finding]:
         findings.append(Finding(abi >= 1, "isolation backend 'landlock'" + ("" if abi else ": the kernel cannot enforce it"),
                                 "" if abi else "switch to isolation.backend = 'users' and run 'sudo banach setup-users'"))
     else:
-        from shared.users import status as users_status
+        from shared.isolation.users import status as users_status
 
         for info in users_status(ws).values():
             good = bool(info["exists"] and info["owns_its_stores"])
@@ -61,7 +61,7 @@ def examine(ws: Workspace | None) -> list[Finding]:
                                     "" if good else "run 'sudo banach setup-users -w WS'"))
         from pathlib import Path
 
-        from shared.users import unreachable_ancestors
+        from shared.isolation.users import unreachable_ancestors
 
         blocked = unreachable_ancestors(Path(sys.executable)) + unreachable_ancestors(ws.root / "x")
         findings.append(Finding(not blocked, "users backend: the interpreter and the workspace are reachable by the role accounts"
@@ -114,7 +114,7 @@ def gateway_only_network(*, configured: bool) -> Finding:
         listener.settimeout(10)
         answering = threading.Thread(target=answer_once, args=(listener,), daemon=True)
         answering.start()
-        outcome = run(Request((sys.executable, "-I", "-m", "shared.sandbox", "--write", folder, "--gateway-relay",
+        outcome = run(Request((sys.executable, "-I", "-m", "shared.isolation.sandbox", "--write", folder, "--gateway-relay",
                                f"{folder}/gateway.sock:8080", "--", sys.executable, "-c", _GATEWAY_PROBE),
                               cwd=Path(folder), timeout=10))
         if answering.is_alive():  # the probe never connected: wake the accept with a connection of our own

@@ -1,7 +1,7 @@
 """Landlock through our own binding of its three system calls, and the wrapper every sandboxed child runs in:
 
-    python -I -m shared.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]... [--no-network]
-                                [--gateway-relay SOCKET:PORT] -- PROGRAM ARGS
+    python -I -m shared.isolation.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]...
+                                          [--no-network] [--gateway-relay SOCKET:PORT] -- PROGRAM ARGS
 
 which restricts itself, then execs PROGRAM. What a ruleset can restrict grows with the kernel's Landlock ABI:
 1 (Linux 5.13) writes and reads beneath paths, 2 (5.19) links and renames across folders, 3 (6.2) truncate,
@@ -10,8 +10,8 @@ which restricts itself, then execs PROGRAM. What a ruleset can restrict grows wi
 a network rule or scope the caller asked for and the kernel lacks is refused, never silently dropped.
 
 --gateway-relay first moves the wrapper into a network namespace with only loopback, where 127.0.0.1:PORT is a relay
-to the unix socket SOCKET and nothing else answers (shared/netrelay.py). The namespace is the boundary: inside it the
-program may still bind and connect on loopback (a test suite's own local server works). `--connect-port PORT` on top
+to the unix socket SOCKET and nothing else answers (shared/isolation/netrelay.py). The namespace is the boundary:
+inside it the program may still bind and connect on loopback (a test suite's own local server works). `--connect-port PORT` on top
 narrows TCP to the relay alone with Landlock, where the kernel has network rules.
 
 Kept free of heavy imports (no pydantic, no config, no dataclasses): every sandboxed child pays for this start-up.
@@ -241,7 +241,7 @@ def restrict_writes(paths: Sequence[Path], hidden: Sequence[Path] = (), *,
 
 
 _VALUE_FLAGS = ("--write", "--hide", "--connect-port", "--gateway-relay")
-USAGE = ("usage: python -I -m shared.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]... "
+USAGE = ("usage: python -I -m shared.isolation.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]... "
          "[--no-network] [--gateway-relay SOCKET:PORT] -- PROGRAM [ARGS]")
 
 
@@ -290,30 +290,30 @@ def main(argv: list[str]) -> int:
         ports = tuple(int(port) for port in flags.get("--connect-port", []))
         relay = _gateway_relay(flags)
     except ValueError as exc:
-        print(f"shared.sandbox: {exc}\n{USAGE}", file=sys.stderr)
+        print(f"shared.isolation.sandbox: {exc}\n{USAGE}", file=sys.stderr)
         return 2
     if not command:
-        print("shared.sandbox: no program given after '--'", file=sys.stderr)
+        print("shared.isolation.sandbox: no program given after '--'", file=sys.stderr)
         return 2
     if ports and "--no-network" in flags:
-        print("shared.sandbox: --no-network and --connect-port contradict each other; give one", file=sys.stderr)
+        print("shared.isolation.sandbox: --no-network and --connect-port contradict each other; give one", file=sys.stderr)
         return 2
     scope = "--scope" in flags
     connect_ports = ports if ports or "--no-network" in flags else None
     try:
         if relay is not None:
-            from shared.netrelay import isolate_network
+            from shared.isolation.netrelay import isolate_network
 
             isolate_network(*relay)
         restrict_writes([Path(p) for p in flags.get("--write", [])], [Path(p) for p in flags.get("--hide", [])],
                         scope_signals=scope, scope_abstract_unix=scope, connect_ports=connect_ports)
     except IsolationError as exc:
-        print(f"shared.sandbox: refusing to run {command[0]}: {exc}", file=sys.stderr)
+        print(f"shared.isolation.sandbox: refusing to run {command[0]}: {exc}", file=sys.stderr)
         return 126
     try:
         os.execvp(command[0], command)
     except OSError as exc:
-        print(f"shared.sandbox: cannot run {command[0]}: {exc}", file=sys.stderr)
+        print(f"shared.isolation.sandbox: cannot run {command[0]}: {exc}", file=sys.stderr)
         return 127
     return 0  # not reached
 

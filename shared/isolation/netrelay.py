@@ -1,4 +1,4 @@
-"""The gateway-only network, set up by shared.sandbox (`--gateway-relay SOCKET:PORT`) before Landlock:
+"""The gateway-only network, set up by shared.isolation.sandbox (`--gateway-relay SOCKET:PORT`) before Landlock:
 
     isolate_network(socket_path, port)
 
@@ -8,7 +8,7 @@ the gateway's unix socket, which a path reaches from any namespace. Then the wra
 CAP_NET_ADMIN from its bounding set, so that a program running as root cannot setns(2) back into the host's network
 or rewire this one. Anything that cannot be done is refused, never skipped: an open network is not a fallback.
 
-Light on imports like shared.sandbox; threading is imported in the relay process only.
+Light on imports like shared.isolation.sandbox; threading is imported in the relay process only.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from shared.errors import BanachError
 from shared.journal import Journal
-from shared.monitor import Diagnosis, diagnose
+from shared.monitor.fit import Diagnosis, diagnose
 from shared.workspace import Workspace
 
 
