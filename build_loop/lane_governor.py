@@ -8,8 +8,8 @@ from typing import Any, Protocol
 from build_loop.gateway.server import Gateway
 from build_loop.governor import Governor
 from build_loop.history import ItemHistory
-from build_loop.integrator import Integration
-from build_loop.lanes import Lane
+from build_loop.integrator import Integration, Trial
+from build_loop.lanes import BRANCH, Lane
 from build_loop.sensors import Reading
 from build_loop.turn import Options, Outcome, Shared, Turn
 from canon.model import Canon
@@ -20,7 +20,8 @@ from shared.workspace import Workspace
 
 
 class Integrates(Protocol):
-    def integrate(self, journal: Any, turn: Turn, entries: dict[str, Entry | None], after: Reading) -> Integration: ...
+    def integrate(self, journal: Any, turn: Turn, entries: dict[str, Entry | None], after: Reading,
+                  trial: Trial | None = ...) -> Integration: ...
 
 
 class LaneGovernor(Governor):
@@ -38,11 +39,30 @@ class LaneGovernor(Governor):
 
     def _accept(self, turn: Turn, entries: dict[str, Entry | None], after: Reading, facts: dict[str, Any]) -> Outcome:
         self.code.rollback(turn.checkpoint)  # the lane is done with it: the entries are blobs already
-        return self.integrate(turn, entries, after, facts)
+        return self.integrate(turn, entries, after, facts, self._trial(turn, entries))
 
-    def integrate(self, turn: Turn, entries: dict[str, Entry | None], after: Reading, facts: dict[str, Any]) -> Outcome:
+    def _trial(self, turn: Turn, entries: dict[str, Entry | None]) -> Trial | None:
+        """When main has moved since the turn's base: the item's sensors on main's head and on main + the change,
+        measured here in the lane, so that the integrator, whose lock one lane at a time holds, need not run them
+        (it uses them only if main is still at that head). None when main has not moved or a kept path clashes."""
+        main = self.main.head()
+        if main is None or main == turn.checkpoint or set(entries) & set(self.main.diff_names(turn.checkpoint, main)):
+            return None
+        scratch = turn.scratch / "trial"
+        scratch.mkdir(parents=True, exist_ok=True)
+        try:
+            self.code.reset_branch(BRANCH, main)
+            before = self.measure.at_checkpoint(main, turn.sensors, turn.canon_dir, scratch)
+            candidate, _ = self.code.commit_entries(main, entries, "a trial on main", {}, role="build")
+            self.code.check_out(candidate)
+            return Trial(main, before, self.measure.read(turn.sensors, turn.canon_dir, scratch))
+        finally:
+            self.code.rollback(main)
+
+    def integrate(self, turn: Turn, entries: dict[str, Entry | None], after: Reading, facts: dict[str, Any],
+                  trial: Trial | None = None) -> Outcome:
         """The kept change onto main by the integrator: kept there, or rolled back as an attempt that failed."""
-        integration = self.integrator.integrate(self.journal, turn, entries, after)
+        integration = self.integrator.integrate(self.journal, turn, entries, after, trial)
         if integration.handed_off:  # a turn on a cluster node: the head integrates it (build_loop/remote.py)
             return Outcome("candidate", f"iteration {turn.n} ({turn.item.id}): kept in its lane; handed to the head",
                            turn.n, turn.item.id, None, turn.facts.get("cost_usd"), None, {"facts": facts})

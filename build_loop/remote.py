@@ -93,7 +93,8 @@ class Handoff:
     def __init__(self) -> None:
         self.kept: tuple[Turn, dict[str, Entry | None], Reading] | None = None
 
-    def integrate(self, journal: object, turn: Turn, entries: dict[str, Entry | None], after: Reading) -> Integration:
+    def integrate(self, journal: object, turn: Turn, entries: dict[str, Entry | None], after: Reading,
+                  trial: object = None) -> Integration:
         self.kept = (turn, entries, after)
         return Integration(None, "handed to the head", after, handed_off=True)
 
