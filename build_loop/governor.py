@@ -27,7 +27,7 @@ from build_loop.escalation import agent_broken, agent_setup, escalate
 from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns, snapshot
 from build_loop.gateway.server import Gateway, Lease, gateway_for
 from build_loop.history import ItemHistory, item_history, next_iteration
-from build_loop.integrator import better, commit_message
+from build_loop.integrator import better, publish_keep
 from build_loop.measure import Measurer
 from build_loop.picker import current_plan, next_item
 from build_loop.prompt import context_outputs, render
@@ -38,13 +38,14 @@ from build_loop.turn import Options, Outcome, Shared, Spend, Turn
 from canon.model import Canon
 from canon.store import CanonStore
 from shared.atomic import file_lock, write_json, write_text
+from shared.checks.oracle import check_limits
 from shared.contracts import current_turn
 from shared.contracts.blocks import BLOCKED
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import Entry, GitRepo
 from shared.isolation.policy import sandbox_argv
 from shared.journal import Journal
-from shared.process import Limits, Request, become_subreaper, run
+from shared.process import Request, become_subreaper, run
 from shared.workspace import Workspace
 
 
@@ -75,7 +76,8 @@ class Governor:
         self.gateway = gateway if gateway is not None or self.options.agent_command else gateway_for(ws)
         self.owns_gateway = shared is None
         self.spend = shared.spend if shared else Spend()
-        self.measure = Measurer(ws, self.canon_store, self.dir, self._limits(), tree=self.tree)
+        self.limits = check_limits(ws.config)  # one turn's or one sensor's share: the same as one check's
+        self.measure = Measurer(ws, self.canon_store, self.dir, self.limits, tree=self.tree)
 
     def close(self) -> None:
         if self.gateway is not None and self.owns_gateway:
@@ -124,11 +126,6 @@ class Governor:
         ladder = self.ws.config.build.rungs
         return ladder[min(history.rung, len(ladder) - 1)]
 
-    def _limits(self) -> Limits:
-        build = self.ws.config.build
-        return Limits(max_processes=build.max_processes, memory_bytes=build.max_memory_bytes,
-                      file_bytes=build.max_file_bytes, output_bytes=build.max_output_bytes)
-
     # the turn, stage by stage -------------------------------------------------------------------
     def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory, n: int | None = None) -> Outcome:
         turn = self._checkpoint(plan, item, canon, history, n)
@@ -171,7 +168,7 @@ class Governor:
             self.ws, item=turn.item, canon_version=turn.canon.version, iteration=turn.n,
             canon_slice=turn.canon.slice(turn.item.requirements), negative_knowledge=turn.history.negative[-5:],
             feedback=turn.before.excerpts,
-            context=context_outputs(self.ws, turn.scratch, self._limits(), reap_orphans=self.subreaper, tree=self.tree),
+            context=context_outputs(self.ws, turn.scratch, self.limits, reap_orphans=self.subreaper, tree=self.tree),
         )
         turn.folder.mkdir(parents=True, exist_ok=True)
         write_text(turn.folder / "prompt.md", turn.prompt)
@@ -266,7 +263,7 @@ class Governor:
         try:
             turn.ran = ran = run(Request(argv, cwd=self.tree, env=env, stdin=turn.prompt,
                                          timeout=self.options.turn_timeout or self.ws.config.build.turn_timeout,
-                                         limits=self._limits()),
+                                         limits=self.limits),
                                  reap_orphans=self.subreaper, cancel=self.cancel, halt=lease.halt if lease else None)
         finally:
             if lease is not None and self.gateway is not None:
@@ -325,7 +322,7 @@ class Governor:
             for command in build.fix_commands:
                 run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.tree, turn.scratch]),
                             cwd=self.tree, env=self.measure.env(turn.canon_dir, turn.scratch), timeout=120,
-                            limits=self._limits()),
+                            limits=self.limits),
                     reap_orphans=self.subreaper)
             fenced = fenced.merge(fence(self.code, turn.checkpoint, turn.item.scope, protected_patterns(self.ws), limits))
         turn.facts.update({"reverted": list(fenced.reverted), "hostile": list(fenced.hostile),
@@ -377,12 +374,7 @@ class Governor:
 
     def _keep(self, turn: Turn, entries: dict[str, Entry | None], after: Reading) -> str:
         """Commit exactly the blobs the fence kept (nothing written since), journal the intent, then publish."""
-        commit, tree = self.code.commit_entries(turn.checkpoint, entries, *commit_message(turn, turn.before, after),
-                                                role="build")
-        self.journal.append("iteration.committing", {"n": turn.n, "item": turn.item.id, "commit": commit, "tree": tree,
-                                                     "parent": turn.checkpoint})
-        self.code.publish(commit, turn.checkpoint)
-        return commit
+        return publish_keep(self.code, self.journal, turn, turn.checkpoint, entries, turn.before, after)
 
     def _roll_back(self, turn: Turn) -> None:
         if turn.control is not None:

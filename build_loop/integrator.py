@@ -113,8 +113,15 @@ class Integrator:
 
     def _publish(self, journal: Journal, turn: Turn, main: str, entries: dict[str, Entry | None], before: Reading,
                  after: Reading) -> str:
-        commit, tree = self.code.commit_entries(main, entries, *commit_message(turn, before, after), role="build")
-        journal.append("iteration.committing", {"n": turn.n, "item": turn.item.id, "commit": commit, "tree": tree,
-                                                "parent": main})
-        self.code.publish(commit, main)
-        return commit
+        return publish_keep(self.code, journal, turn, main, entries, before, after)
+
+
+def publish_keep(code: GitRepo, journal: Journal, turn: Turn, parent: str, entries: dict[str, Entry | None],
+                 before: Reading, after: Reading) -> str:
+    """The keep: a commit of parent's tree with the entries, journaled ('iteration.committing') before the branch
+    moves to it, only if the branch is still at parent. After a crash, recovery keeps it only if HEAD is that commit."""
+    commit, tree = code.commit_entries(parent, entries, *commit_message(turn, before, after), role="build")
+    journal.append("iteration.committing", {"n": turn.n, "item": turn.item.id, "commit": commit, "tree": tree,
+                                            "parent": parent})
+    code.publish(commit, parent)
+    return commit

@@ -36,12 +36,12 @@ from build_loop.turn import Options, Outcome, Shared, Spend
 from canon.scope import may_overlap
 from canon.store import CanonStore
 from shared.atomic import file_lock
+from shared.checks.oracle import check_limits
 from shared.contracts.blocks import current_blocks
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.daemon import Stopper
 from shared.git import GitRepo
 from shared.journal import Journal
-from shared.process import Limits
 from shared.watch import Watcher
 from shared.workspace import Workspace
 
@@ -66,9 +66,7 @@ class Workers:
         self.journal = Journal.for_role(ws, "build")
         self.dir = ws.role_dir("build")
         self.spend = Spend()
-        build = ws.config.build
-        limits = Limits(max_processes=build.max_processes, memory_bytes=build.max_memory_bytes,
-                        file_bytes=build.max_file_bytes, output_bytes=build.max_output_bytes)
+        limits = check_limits(ws.config)
         self.integrator = Integrator(self.main, Measurer(ws, self.canon_store, self.dir, limits, tree=ws.code))
         self.agent_setup = agent_setup(ws, options.agent_command)
         self.remote = remote  # with [cluster] backend = "ray": each turn runs as a task on the cluster

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from canon.model import Canon
 from canon.store import CanonStore
@@ -74,6 +75,19 @@ def unexported_results(canon: Canon, code_commit: str, error: str, timeout: floa
     return results
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What one pass measured (PlanService._measure)."""
+
+    results: list[Result]
+    code_files: set[str]
+    agent_items: list[Item]
+    rejections: list[str]
+    unmeasured: list[str]
+    export_error: str
+    export: dict[str, Any]
+
+
 class PlanService:
     def __init__(self, ws: Workspace, *, remote: RemoteChecker | None = None) -> None:
         """remote: where the checks run with [cluster] backend = "ray" (connected before plan restricted itself)."""
@@ -116,6 +130,44 @@ class PlanService:
         with file_lock(self.ws.role_dir("plan") / "pass.lock", what="a plan pass"):
             return self._run_pass(fresh=fresh, agent=agent)
 
+    def _measure(self, canon: Canon, code_commit: str, fresh: bool, agent: PlanAgent | None,
+                 unmeasured: list[str]) -> Measured:
+        """Every check of canon against a fresh snapshot of (V, C) (the memo answers what it can unless fresh), and
+        the plan agent on what no check measures; an export that fails is a failing measurement."""
+        config = self.ws.config.plan
+        agent_items: list[Item] = []
+        rejections: list[str] = []
+        judged: list[str] = []
+        export_error = ""
+        try:
+            snap: Snapshot | None = snapshot.take(
+                self.ws.role_dir("plan") / "scratch", self.store, self.code, code_commit, self.canon.git,
+                canon.commit, Limits(config.export_max_bytes, config.export_max_files))
+        except ExportError as exc:
+            snap, export_error = None, str(exc)
+        try:
+            if snap is None:
+                results = unexported_results(canon, code_commit, export_error, config.check_timeout)
+                code_files = self._files_or_nothing(code_commit)
+            else:
+                stored = self.store.repo()  # the copy plan measures: memo keys come from the same objects
+                checks = build_checks(canon, self.canon.git, stored, code_commit, config.check_timeout)
+                remote = self.remote.runner(self.code, code_commit, self.canon.git, canon.commit) if self.remote else None
+                results = run_checks(checks, snap, jobs=config.jobs, memo=None if fresh else self.memo,
+                                     sandbox_flags=sandbox_flags(self.ws, [snap.scratch]),
+                                     limits=check_limits(self.ws.config), remote=remote)  # remote: from the code's
+                code_files = set(stored.files_at(code_commit))  # full history (plan's store is shallow)
+                if agent:
+                    agent_items, rejections, judged = agent(canon, snap, unmeasured)
+                unmeasured = sorted(set(unmeasured) - set(judged))
+        finally:
+            if snap is not None:
+                snapshot.release(snap)
+        export = ({"error": export_error} if snap is None else
+                  {"code": snap.code_report.as_record() if snap.code_report else None,
+                   "canon": snap.canon_report.as_record() if snap.canon_report else None})
+        return Measured(results, code_files, agent_items, rejections, unmeasured, export_error, export)
+
     def _run_pass(self, *, fresh: bool, agent: PlanAgent | None) -> PassReport:
         code_commit = self.code.head()
         if code_commit is None:
@@ -123,37 +175,11 @@ class PlanService:
         canon = self.canon.load()
         if canon.version == 0:
             raise WorkspaceError("canon has no version yet; add requirements with 'spec-loop add' or 'spec-loop edit'")
-        config = self.ws.config.plan
         with self.journal.step("pass", {"canon_version": canon.version, "code_commit": code_commit, "fresh": fresh}) as out:
             unmeasured = sorted(r.id for r in canon.requirements.values() if not r.measured)
-            agent_items: list[Item] = []
-            rejections: list[str] = []
-            judged: list[str] = []
-            export_error = ""
-            try:
-                snap: Snapshot | None = snapshot.take(
-                    self.ws.role_dir("plan") / "scratch", self.store, self.code, code_commit, self.canon.git,
-                    canon.commit, Limits(config.export_max_bytes, config.export_max_files))
-            except ExportError as exc:
-                snap, export_error = None, str(exc)
-            try:
-                if snap is None:
-                    results = unexported_results(canon, code_commit, export_error, config.check_timeout)
-                    code_files = self._files_or_nothing(code_commit)
-                else:
-                    stored = self.store.repo()  # the copy plan measures: memo keys come from the same objects
-                    checks = build_checks(canon, self.canon.git, stored, code_commit, config.check_timeout)
-                    results = run_checks(checks, snap, jobs=config.jobs, memo=None if fresh else self.memo,
-                                         sandbox_flags=sandbox_flags(self.ws, [snap.scratch]),
-                                         limits=check_limits(self.ws.config), remote=self.remote.runner(  # from the code's full history: plan's store is shallow
-                                             self.code, code_commit, self.canon.git, canon.commit) if self.remote else None)
-                    code_files = set(stored.files_at(code_commit))
-                    if agent:
-                        agent_items, rejections, judged = agent(canon, snap, unmeasured)
-                    unmeasured = sorted(set(unmeasured) - set(judged))
-            finally:
-                if snap is not None:
-                    snapshot.release(snap)
+            m = self._measure(canon, code_commit, fresh, agent, unmeasured)
+            results, code_files, agent_items, rejections, unmeasured, export_error = (
+                m.results, m.code_files, m.agent_items, m.rejections, m.unmeasured, m.export_error)
             items = items_from_results(canon, results, code_files, demolish_areas=self.demolish_areas(),
                                        extra=agent_items)
             open_ids = {item.id for item in items}
@@ -182,9 +208,7 @@ class PlanService:
                 "unmeasured": unmeasured, "believed_done_still_open": still_open,
                 "closed_without_claim": closed_unclaimed, "agent_rejections": rejections, "void": list(void),
                 "plan_agent": {"label": agent.label, "identity": agent.identity} if agent else None,
-                "export": ({"error": export_error} if snap is None else
-                           {"code": snap.code_report.as_record() if snap.code_report else None,
-                            "canon": snap.canon_report.as_record() if snap.canon_report else None}),
+                "export": m.export,
             })
             if certified:
                 self.journal.append("certificate", {"canon_version": canon.version, "canon_commit": canon.commit,

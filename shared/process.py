@@ -24,13 +24,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.cgroups import Cgroup, size_text
+from shared.reaping import REAP_TAG, become_subreaper, collect_orphans, stop_everything  # noqa: F401 (re-exported)
 
-REAP_TAG = "BANACH_REAP_TAG"
 OUTPUT_LIMIT = 1_000_000  # bytes kept per stream; the tail is what matters for a failure
 CAP_CHECK_EVERY = 0.1  # seconds between reads of the cgroup's counters while the child runs
 # The child stops itself before exec, so that it is in its cgroup and under its file size limit before
@@ -106,87 +106,6 @@ class _Tail:
 
     def text(self) -> str:
         return bytes(self.data[-self.keep :]).decode("utf-8", errors="replace")
-
-
-def _proc_stat(pid: str) -> tuple[str, int] | None:
-    """(state, process group) of a live process, or None when it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(")") + 2 :].split()
-    return fields[0], int(fields[2])
-
-
-def _members(pgid: int, tag: str) -> set[int]:
-    """Live processes in the group or carrying the tag (zombies are already dead)."""
-    found: set[int] = set()
-    needle = f"{REAP_TAG}={tag}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        stat = _proc_stat(entry)
-        if stat is None or stat[0] in ("Z", "X"):
-            continue
-        if stat[1] == pgid:
-            found.add(int(entry))
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            found.add(int(entry))
-    return found
-
-
-def _signal_all(pids: set[int], pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _reap_orphans(main: subprocess.Popen[bytes]) -> None:
-    """Collect zombies of processes that were re-parented to us (we may be a child subreaper).
-
-    The main child is left to Popen, which would otherwise lose its exit code; hence the peek first.
-    """
-    while True:
-        try:
-            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return
-        if info is None:
-            return
-        if info.si_pid == main.pid:
-            main.poll()
-        else:
-            try:
-                os.waitpid(info.si_pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
-
-
-def stop_everything(pgid: int, tag: str, grace: float, on_wait: Callable[[], None] = lambda: None) -> int:
-    """SIGINT, then SIGTERM, then SIGKILL to the group and every tagged process. Returns how many there were."""
-    initial = _members(pgid, tag)
-    if not initial:
-        return 0
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        _signal_all(_members(pgid, tag), pgid, sig)
-        deadline = time.monotonic() + (grace if sig != signal.SIGKILL else 5.0)
-        while time.monotonic() < deadline:
-            on_wait()
-            if not _members(pgid, tag):
-                return len(initial)
-            time.sleep(0.02)
-    return len(initial)
 
 
 def _executable(program: str, cwd: Path, env: Mapping[str, str]) -> bool:
@@ -312,7 +231,7 @@ def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: th
             def on_wait() -> None:
                 watch.pump(poller)  # a child that prints on its way out must not block on a full pipe
                 if reap_orphans:
-                    _reap_orphans(proc)
+                    collect_orphans(proc)
 
             try:
                 if limits is not None:
@@ -381,17 +300,6 @@ def _capped(watch: _Watch, cgroup: Cgroup | None, limits: Limits | None, returnc
     if limits.file_bytes is not None and (returncode == -signal.SIGXFSZ or "File too large" in watch.text(1)):
         reasons.append(f"file size limit {size_text(limits.file_bytes)}")
     return "; ".join(reasons)
-
-def become_subreaper() -> bool:
-    """Make orphans of our descendants re-parent to us, so none outlives a turn unseen."""
-    import ctypes
-
-    PR_SET_CHILD_SUBREAPER = 36
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except OSError:
-        return False
 
 
 def run_interactive(argv: tuple[str, ...], cwd: Path | None = None) -> int:
