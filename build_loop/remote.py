@@ -31,7 +31,7 @@ from build_loop.sensors import Reading
 from build_loop.turn import Options, Outcome, Shared, Spend, Turn
 from canon.model import Canon
 from canon.store import CanonStore
-from shared.bundles import bundle_commit, bundle_range, fetch_bundle, open_bundle
+from shared.bundles import bundle_commit, bundle_range, fetch_bundle, node_workspace
 from shared.errors import ConfigError
 from shared.git import Entry, GitRepo, RefState
 from shared.journal import Row
@@ -104,16 +104,9 @@ def run_remote_turn(task: RemoteTurn) -> RemoteResult:
     from shared.ray_pool import current_node_id
 
     with tempfile.TemporaryDirectory(prefix="banach-node-") as scratch:
-        root = Path(scratch) / "ws"
-        root.mkdir()
-        (root / "banach.toml").write_text(task.config_text)
-        ws = Workspace.open(root)
+        ws = node_workspace(Path(scratch), task.config_text, code_bundle=task.code_bundle,
+                            canon_bundle=task.canon_bundle)
         bundles = Path(scratch) / "bundles"
-        bundles.mkdir()
-        (bundles / "canon.bundle").write_bytes(task.canon_bundle)
-        (bundles / "code.bundle").write_bytes(task.code_bundle)
-        open_bundle(bundles / "canon.bundle", ws.canon, git_dir=ws.canon / ".git")
-        open_bundle(bundles / "code.bundle", ws.code, git_dir=ws.code_git)
         from shared.contracts.fix_plan import FixPlan
 
         plan = FixPlan.model_validate_json(task.plan_json)

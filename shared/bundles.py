@@ -30,9 +30,13 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shared.errors import GitError
 from shared.git import GIT_TIMEOUT, GitRepo, hardened_command, hardened_env, protect_git_dir
+
+if TYPE_CHECKING:
+    from shared.workspace import Workspace
 
 DEFAULT_MAX_BYTES = 2 * 1024**3  # a bundle larger than this is refused (reading) or not written (making)
 MAX_HEADER_BYTES = 1 << 20
@@ -267,3 +271,21 @@ def _git(args: list[str], *, git_dir: Path, what: str, env: Mapping[str, str] | 
         stderr = result.stderr.decode("utf-8", errors="replace").strip()
         raise BundleError(f"cannot {what}: git {args[0]} failed in {git_dir}:\n{stderr[-2000:]}")
     return result.stdout.decode("utf-8", errors="replace").strip()
+
+
+def node_workspace(scratch: Path, config_text: str, *, code_bundle: bytes, canon_bundle: bytes) -> Workspace:
+    """On a cluster node: a workspace of its own under scratch, with the head's banach.toml, canon's repository and
+    the code's git directory (where build keeps it) made from the head's bundles. No work tree is written."""
+    from shared.workspace import Workspace
+
+    root = scratch / "ws"
+    root.mkdir()
+    (root / "banach.toml").write_text(config_text)
+    ws = Workspace.open(root)
+    bundles = scratch / "bundles"
+    bundles.mkdir()
+    (bundles / "canon.bundle").write_bytes(canon_bundle)
+    (bundles / "code.bundle").write_bytes(code_bundle)
+    open_bundle(bundles / "canon.bundle", ws.canon, git_dir=ws.canon / ".git")
+    open_bundle(bundles / "code.bundle", ws.code, git_dir=ws.code_git)
+    return ws

@@ -85,9 +85,12 @@ def next_steps(ws: Workspace, *, example: bool) -> str:
     return "\n".join([
         "next:",
         f"  spec-loop edit requirements/main.md {w}   write requirements ($EDITOR; validated before they land)",
+        f"  spec-loop add REQ.md TEST.py {w}   or a requirement with the conformance tests it names, in one version",
         f"  $EDITOR {ws.config_file}   pick the agent preset (build.agent), sensors and budgets",
         f"  banach doctor {w}   check the machine and the agent",
         f"  banach up {w}   start spec, plan and build; banach status {w} shows where they stand",
+        f"  banach run --until-certified {w}   or run them in the foreground until certified (for CI)",
+        f"  banach deliver {w}   then put the governed commits on a branch of your repository",
     ])
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.bundles import bundle_commit, open_bundle
+from shared.bundles import bundle_commit, node_workspace
 from shared.checks import snapshot
 from shared.checks.oracle import Check, Result, check_limits, run_checks
 from shared.checks.store import PlanStore
@@ -40,16 +40,9 @@ def run_on_node(task: RemoteChecks) -> list[Result]:
     from shared.isolation.policy import sandbox_flags
 
     with tempfile.TemporaryDirectory(prefix="banach-checks-") as scratch:
-        root = Path(scratch) / "ws"
-        root.mkdir()
-        (root / "banach.toml").write_text(task.config_text)
-        ws = Workspace.open(root)
-        bundles = Path(scratch) / "bundles"
-        bundles.mkdir()
-        (bundles / "code.bundle").write_bytes(task.code_bundle)
-        (bundles / "canon.bundle").write_bytes(task.canon_bundle)
-        code, _ = open_bundle(bundles / "code.bundle", Path(scratch) / "code.git", git_dir=Path(scratch) / "code.git")
-        canon, _ = open_bundle(bundles / "canon.bundle", Path(scratch) / "canon.git", git_dir=Path(scratch) / "canon.git")
+        ws = node_workspace(Path(scratch), task.config_text, code_bundle=task.code_bundle,
+                            canon_bundle=task.canon_bundle)
+        code, canon = GitRepo(ws.code, git_dir=ws.code_git), GitRepo(ws.canon)
         config = ws.config.plan
         snap = snapshot.take(ws.role_dir("plan") / "scratch", PlanStore(ws.role_dir("plan") / "objects.git"), code,
                              task.code_commit, canon, task.canon_commit,
