@@ -135,6 +135,8 @@ class Workers:
 
     def _dispatch(self, pool: ThreadPoolExecutor) -> str:
         """Start a turn in every free lane that has a ready item; returns what build waits for when it starts none."""
+        if len(self.flying) >= self.count:
+            return ""  # every lane busy: nothing to read until one ends
         plan, why = current_plan(self.ws, self.canon_store, self.main)
         if plan is None:
             return before_first_plan(self.ws) if not self.ws.fix_plan_json.exists() else f"build-loop: {why}"
