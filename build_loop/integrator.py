@@ -16,6 +16,7 @@ from __future__ import annotations
 import shutil
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from build_loop.measure import Measurer
@@ -86,10 +87,7 @@ class Integrator:
         scratch = turn.scratch / "integration"
         scratch.mkdir(parents=True, exist_ok=True)
         try:
-            before = self.measure.at_checkpoint(main, turn.sensors, turn.canon_dir, scratch)
-            trial, _ = self.code.commit_entries(main, entries, *commit_message(turn, before, before), role="build")
-            self.code.check_out(trial)
-            after = self.measure.read(turn.sensors, turn.canon_dir, scratch)
+            before, after = measure_onto(self.code, self.measure, turn, main, entries, scratch)
         except BaseException:
             self.code.rollback(main)
             raise
@@ -114,6 +112,16 @@ class Integrator:
     def _publish(self, journal: Journal, turn: Turn, main: str, entries: dict[str, Entry | None], before: Reading,
                  after: Reading) -> str:
         return publish_keep(self.code, journal, turn, main, entries, before, after)
+
+
+def measure_onto(repo: GitRepo, measure: Measurer, turn: Turn, main: str, entries: dict[str, Entry | None],
+                 scratch: Path) -> tuple[Reading, Reading]:
+    """The item's sensors on main (repo's work tree must show main) and on exactly main + the change, which is left
+    checked out (the branch does not move): the caller rolls back or publishes."""
+    before = measure.at_checkpoint(main, turn.sensors, turn.canon_dir, scratch)
+    trial, _ = repo.commit_entries(main, entries, "a trial on main", {}, role="build")
+    repo.check_out(trial)
+    return before, measure.read(turn.sensors, turn.canon_dir, scratch)
 
 
 def publish_keep(code: GitRepo, journal: Journal, turn: Turn, parent: str, entries: dict[str, Entry | None],

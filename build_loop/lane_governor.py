@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from build_loop.gateway.server import Gateway
 from build_loop.governor import Governor
 from build_loop.history import ItemHistory
-from build_loop.integrator import Integration, Trial
+from build_loop.integrator import Integration, Trial, measure_onto
 from build_loop.lanes import BRANCH, Lane
 from build_loop.sensors import Reading
 from build_loop.turn import Options, Outcome, Shared, Turn
@@ -52,10 +52,7 @@ class LaneGovernor(Governor):
         scratch.mkdir(parents=True, exist_ok=True)
         try:
             self.code.reset_branch(BRANCH, main)
-            before = self.measure.at_checkpoint(main, turn.sensors, turn.canon_dir, scratch)
-            candidate, _ = self.code.commit_entries(main, entries, "a trial on main", {}, role="build")
-            self.code.check_out(candidate)
-            return Trial(main, before, self.measure.read(turn.sensors, turn.canon_dir, scratch))
+            return Trial(main, *measure_onto(self.code, self.measure, turn, main, entries, scratch))
         finally:
             self.code.rollback(main)
 

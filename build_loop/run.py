@@ -16,6 +16,13 @@ from shared.workspace import Workspace
 MAX_LIMIT_WAIT = 6 * 3600.0
 
 
+def limit_wait(resets_at: float | None, waits: int) -> float:
+    """Seconds to wait out a usage limit: until the provider's reset when it gave one, else doubling from a minute
+    (waits: how many limits in a row), between 1 s and MAX_LIMIT_WAIT."""
+    wait = (resets_at - time.time()) if resets_at else min(60.0 * 2 ** (waits - 1), 1800.0)
+    return max(1.0, min(wait, MAX_LIMIT_WAIT))
+
+
 def budget_hit(build: BuildConfig, turns: int, started: float, cost: float, gateway_spent: str) -> str:
     """Which of the run's budgets is spent ("" when none): turns, wall-clock, cost, and the gateway's run budget."""
     if build.max_turns and turns >= build.max_turns:
@@ -90,8 +97,7 @@ def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Sto
             cost += outcome.cost_usd or 0.0
             if outcome.decision == "rate_limited":
                 limit_waits += 1
-                wait = (outcome.resets_at - time.time()) if outcome.resets_at else min(60.0 * 2 ** (limit_waits - 1), 1800.0)
-                wait = max(1.0, min(wait, MAX_LIMIT_WAIT))
+                wait = limit_wait(outcome.resets_at, limit_waits)
                 governor.journal.append("limit.wait", {"seconds": round(wait, 1), "resets_at": outcome.resets_at})
                 echo(f"build-loop: usage limit; waiting {wait:.0f}s before resuming")
                 stopper.event.wait(wait)

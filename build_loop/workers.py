@@ -31,7 +31,7 @@ from build_loop.picker import current_plan, done_items, ready_items, why_nothing
 from build_loop.reactions import react
 from build_loop.recovery import recover
 from build_loop.remote import RemoteLanes
-from build_loop.run import MAX_LIMIT_WAIT, before_first_plan, budget_hit
+from build_loop.run import MAX_LIMIT_WAIT, before_first_plan, budget_hit, limit_wait
 from build_loop.turn import Options, Outcome, Shared, Spend
 from canon.scope import may_overlap
 from canon.store import CanonStore
@@ -195,9 +195,7 @@ class Workers:
         self.cost += outcome.cost_usd or 0.0
         if outcome.decision == "rate_limited":
             self.limit_waits += 1
-            wait_s = (outcome.resets_at - time.time()) if outcome.resets_at else min(
-                60.0 * 2 ** (self.limit_waits - 1), 1800.0)
-            wait_s = max(1.0, min(wait_s, MAX_LIMIT_WAIT))
+            wait_s = limit_wait(outcome.resets_at, self.limit_waits)
             self.limited_until = max(self.limited_until, time.time() + wait_s)
             self.journal.append("limit.wait", {"seconds": round(wait_s, 1), "resets_at": outcome.resets_at,
                                                "lane": flight.lane})
