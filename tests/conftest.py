@@ -39,12 +39,18 @@ def _no_leaked_children() -> object:
     assert not leaked, f"the test left processes running: {leaked}"
 
 
+SERIAL = ("slow", "realcli", "ray", "root")  # heavy, or holding a machine-wide lock (useradd): one worker runs them in turn
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup, in pyproject's addopts)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     is_root = os.geteuid() == 0
     from shared.isolation.sandbox import landlock_abi
 
     abi = landlock_abi()
     for item in items:
+        if any(mark in item.keywords for mark in SERIAL):
+            item.add_marker(pytest.mark.xdist_group("serial"))
         if "root" in item.keywords and not is_root:
             item.add_marker(pytest.mark.skip(reason="needs root (creates accounts or chowns stores); CI runs as root"))
         if "landlock" in item.keywords and abi < 1:

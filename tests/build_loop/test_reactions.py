@@ -37,7 +37,12 @@ def stall_canon(count: int, *, leave_out: range = range(0)) -> str:
 
 
 def cycle(ws: Workspace) -> str:
-    assert cli("plan-loop", "once", "--workspace", str(ws.root)).returncode == 0
+    """One plan pass (in this process: plan-loop once with isolation off is exactly this), then build-loop once."""
+    plan = PlanService(Workspace.open(ws.root))
+    try:
+        plan.measure()
+    finally:
+        plan.close()
     result = cli("build-loop", "once", "--workspace", str(ws.root))
     assert result.returncode == 0, result.stderr
     return result.stdout

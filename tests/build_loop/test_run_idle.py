@@ -34,9 +34,10 @@ def test_before_the_first_fix_plan_it_says_once_what_plan_is_doing(tmp_path: Pat
 
 
 def test_while_plan_s_first_pass_runs_it_says_so_once(tmp_path: Path) -> None:
-    gate = tmp_path / "go"
-    ws = custom(tmp_path, f"## GO-1: waits for the test\npaths: go.py\nchecks:\n  - while [ ! -e {gate} ]; do sleep 0.05; "
-                "done\n\nHolds once the test lets it.\n", "no_change.py")
+    hold, gate = tmp_path / "hold", tmp_path / "go"  # held only after intake, whose dry run runs the check once too
+    ws = custom(tmp_path, f"## GO-1: waits for the test\npaths: go.py\nchecks:\n  - while [ -e {hold} ] && [ ! -e {gate} ]; "
+                "do sleep 0.05; done\n\nHolds once the test lets it.\n", "no_change.py")
+    hold.touch()
     ws.config_file.write_text(ws.config_file.read_text().replace('agent = "scripted"', f'agent = "scripted"\n{POLLING}', 1))
     plan = subprocess.Popen([sys.executable, "-m", "plan_loop", "once", "--workspace", str(ws.root)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

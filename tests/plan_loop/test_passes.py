@@ -114,15 +114,15 @@ def test_a_timed_out_check_fails_with_a_constant_fingerprint(measured: Workspace
     from spec_loop.draft import Draft
     from spec_loop.service import SpecService
 
-    spec = SpecService(measured)
+    text = (measured.root / "banach.toml").read_text().replace("check_timeout = 60", "check_timeout = 0.5")
+    (measured.root / "banach.toml").write_text(text)  # before intake too: its dry run waits out the same timeout
+    ws = Workspace.open(measured.root)
+    spec = SpecService(ws)
     with spec.locked():
-        decision = spec.decide(Draft("slow.md", "requirements/slow.md",
-                                     b"## SL-1: slow\npaths: slow.py\nchecks:\n  - sleep 30\n\nNever finishes in time.\n"), source="test")
+        slow_doc = b"## SL-1: slow\npaths: slow.py\nchecks:\n  - sleep 30\n\nNever finishes in time.\n"
+        decision = spec.decide(Draft("slow.md", "requirements/slow.md", slow_doc), source="test")
     spec.close()
     assert decision.accepted
-    text = (measured.root / "banach.toml").read_text().replace("check_timeout = 60", "check_timeout = 0.5")
-    (measured.root / "banach.toml").write_text(text)
-    ws = Workspace.open(measured.root)
     first = one_pass(ws, fresh=True)
     plan = fix_plan_file.read(ws.fix_plan_json)
     slow = next(i for i in plan.items if i.requirements == ("SL-1",))  # type: ignore[union-attr]

@@ -13,6 +13,9 @@ import pytest
 
 from tests.helpers.workspaces import agent, cli, git
 
+pytestmark = pytest.mark.xdist_group("test_deliver")  # one worker makes the module's run once, not once per worker
+
+
 FILES_DOC = """---
 area: files
 ---

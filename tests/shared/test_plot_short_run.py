@@ -27,6 +27,8 @@ from spec_loop.draft import Draft
 from spec_loop.service import SpecService
 from tests.helpers.workspaces import cli, custom
 
+pytestmark = pytest.mark.xdist_group("test_plot_short_run")  # one worker makes the module's run once, not once per worker
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
