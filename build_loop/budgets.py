@@ -3,7 +3,7 @@ canon version) and the run's, in tokens and in cost. The gateway enforces the re
 already spent means the turn does not start."""
 from __future__ import annotations
 
-from build_loop.gateway.server import Allowance
+from build_loop.gateway.lease import Allowance
 from shared.config import GatewayConfig
 from shared.journal import Journal
 

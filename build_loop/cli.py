@@ -5,13 +5,14 @@ import json
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from build_loop.agent_check import check_agents
 from build_loop.agents import all_state_paths
+from build_loop.gateway import gateway_for, uses_gateway
 from build_loop.gateway.keys import drop_key_variables, store_key
-from build_loop.gateway.server import Gateway, gateway_for, uses_gateway
 from build_loop.governor import Governor, Options
 from build_loop.history import unblock_items
 from build_loop.remote import RemoteLanes
@@ -26,6 +27,9 @@ from shared.daemon import Stopper
 from shared.isolation.policy import restrict_self
 from shared.journal import Journal
 from shared.workspace import Workspace
+
+if TYPE_CHECKING:
+    from build_loop.gateway.server import Gateway  # aiohttp: imported only when a rung uses the gateway
 
 agent_command_option = click.option("--agent-command", default="", metavar="CMD",
                                     help="run this program as the agent for this run (prompt on stdin), instead of the "

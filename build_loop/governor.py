@@ -19,13 +19,14 @@ import os
 import shutil
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from build_loop import agents, budgets, guards
 from build_loop.agent_output import read_turn
 from build_loop.escalation import agent_broken, agent_setup, escalate
 from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns, snapshot
-from build_loop.gateway.server import Gateway, Lease, gateway_for
+from build_loop.gateway import gateway_for
+from build_loop.gateway.lease import Lease
 from build_loop.history import ItemHistory, item_history, next_iteration
 from build_loop.integrator import better, publish_keep
 from build_loop.measure import Measurer
@@ -47,6 +48,9 @@ from shared.isolation.policy import sandbox_argv
 from shared.journal import Journal
 from shared.process import Request, become_subreaper, run
 from shared.workspace import Workspace
+
+if TYPE_CHECKING:
+    from build_loop.gateway.server import Gateway  # aiohttp: imported only when a rung uses the gateway
 
 
 class Governor:

@@ -3,9 +3,8 @@ and a kept change handed to the integrator, the one writer of main, instead of c
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from build_loop.gateway.server import Gateway
 from build_loop.governor import Governor
 from build_loop.history import ItemHistory
 from build_loop.integrator import Integration, Trial, measure_onto
@@ -17,6 +16,9 @@ from shared.atomic import write_json
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import Entry
 from shared.workspace import Workspace
+
+if TYPE_CHECKING:
+    from build_loop.gateway.server import Gateway  # aiohttp: imported only when a rung uses the gateway
 
 
 class Integrates(Protocol):

@@ -9,7 +9,7 @@ from typing import Any
 from build_loop.agent_output import TurnReport
 from build_loop.agents import Invocation
 from build_loop.fence import FenceReport
-from build_loop.gateway.server import Lease
+from build_loop.gateway.lease import Lease
 from build_loop.history import ItemHistory
 from build_loop.sensors import Reading, Sensor
 from canon.model import Canon

@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from build_loop import budgets
 from build_loop.escalation import agent_broken, agent_setup
-from build_loop.gateway.server import Gateway
 from build_loop.history import item_history, next_iteration
 from build_loop.integrator import Integrator
 from build_loop.lane_governor import LaneGovernor
@@ -44,6 +44,9 @@ from shared.git import GitRepo
 from shared.journal import Journal
 from shared.watch import Watcher
 from shared.workspace import Workspace
+
+if TYPE_CHECKING:
+    from build_loop.gateway.server import Gateway  # aiohttp: imported only when a rung uses the gateway
 
 NOT_COUNTED = ("idle", "already_green", "interrupted", "paused", "blocked", "abandoned")
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from canon.store import CanonStore
 from shared.app.init import init_workspace
-from shared.git import GitRepo
 from shared.workspace import Workspace
 
 
