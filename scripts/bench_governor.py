@@ -54,7 +54,8 @@ def main() -> None:
     args = parser.parse_args()
     before = baseline(args.baseline, args.files, args.iterations) if args.baseline else {}
     extra = f" | {args.baseline[:10]}, per iteration | now / {args.baseline[:10]}" if before else ""
-    print("| files in repo | isolation | bare loop, per turn | governed, per iteration | overhead | governed / bare" + extra + " |")
+    header = "| files in repo | isolation | bare loop, per turn | governed, per iteration | overhead | governed / bare"
+    print(header + extra + " |")
     print("|---:|---|---:|---:|---:|---:" + ("|---:|---:" if before else "") + "|")
     for files in (int(f) for f in args.files.split(",")):
         for backend in ("none", "landlock"):
@@ -71,7 +72,7 @@ def main() -> None:
                 governor.iterate()  # warm: the checkpoint reading is cached by commit
                 governed = timed(governor.iterate, args.iterations)
                 governor.close()
-                bare = timed(lambda: subprocess.run(["true"], cwd=ws.code, check=False), args.iterations)
+                bare = timed(lambda code=ws.code: subprocess.run(["true"], cwd=code, check=False), args.iterations)
             g, b = median_ms(governed), median_ms(bare)
             old = before.get((str(files), backend))
             tail = f" | {old:.1f} ms | {g / old:.2f}x" if old else (" | - | -" if before else "")

@@ -38,8 +38,8 @@ def main() -> None:
     print("|---:|---:|---:|---:|")
     for length in (int(x) for x in args.lengths.split(",")):
         series = [max(0, round(1000 * 0.999 ** t + rng.randint(-2, 2))) for t in range(length)]
-        ours = median_ms(timed(lambda: diagnose(series), args.repeat))
-        plain = median_ms(timed(lambda: least_squares(series), args.repeat))
+        ours = median_ms(timed(lambda s=series: diagnose(s), args.repeat))
+        plain = median_ms(timed(lambda s=series: least_squares(s), args.repeat))
         print(f"| {length} | {ours:.2f} ms | {plain:.2f} ms | {ours / plain:.2f} |")
 
 

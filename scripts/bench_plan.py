@@ -36,8 +36,8 @@ def main() -> None:
                 ws = workspace(Path(tmp) / "ws", canon(size), backend=backend)
                 service = PlanService(ws)
                 service.run_pass()  # warm the snapshot export, fill the memo
-                cold = timed(lambda: service.run_pass(fresh=True), args.repeat)
-                memo = timed(lambda: service.run_pass(), args.repeat)
+                cold = timed(lambda s=service: s.run_pass(fresh=True), args.repeat)
+                memo = timed(lambda s=service: s.run_pass(), args.repeat)
                 service.close()
             print(f"| {size} | {backend} | {median_ms(cold):.0f} ms | {median_ms(memo):.0f} ms | "
                   f"{median_ms(cold) / median_ms(memo):.1f}x |", flush=True)

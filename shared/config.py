@@ -40,7 +40,8 @@ class SpecConfig(Model):
 class PlanConfig(Model):
     check_timeout: float = Field(60.0, gt=0, description="seconds a single check may run before it counts as failing")
     jobs: int = Field(0, ge=0, description="checks run in parallel; 0 means one per core")
-    agent: str = Field("", description="agent preset for the inferential oracle; empty: requirements without checks are unmeasured")
+    agent: str = Field("", description="agent preset for the inferential oracle; "
+                                        "empty: requirements without checks are unmeasured")
     agent_timeout: float = Field(300.0, gt=0, description="seconds one plan-agent prompt may run")
     replan_every_commits: int = Field(1, ge=1, description="re-plan after this many build commits")
     replan_on_canon_change: bool = Field(True, description="re-plan when canon gets a new version")

@@ -27,8 +27,8 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 def _no_environment_drift() -> object:
     before = dict(os.environ)
     yield
-    drift = {k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)} - {"HOME", "GIT_CONFIG_GLOBAL",
-                                                                                                 "GIT_CONFIG_NOSYSTEM", "PYTEST_CURRENT_TEST"}
+    allowed = {"HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PYTEST_CURRENT_TEST"}
+    drift = {k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)} - allowed
     assert not drift, f"the test changed the environment: {sorted(drift)}"
 
 

@@ -44,13 +44,14 @@ def test_thirty_random_kills_and_the_run_still_certifies(tmp_path: Path) -> None
             before = journal_size(ws, role)
             # a random moment: after 0 to 2 more rows of that role's journal, i.e. somewhere inside its step
             target = before + rng.randint(0, 2)
-            wait_until(lambda: journal_size(ws, role) >= target or status(ws)["certified"], [ws.role_dir(role)], 20)  # type: ignore[arg-type]
-            assert wait_until(lambda: running_pid(ws, role), [ws.supervisor_dir], 60), f"{role} did not come back"
+            wait_until(lambda role=role, target=target: journal_size(ws, role) >= target or status(ws)["certified"],  # type: ignore[arg-type]
+                       [ws.role_dir(role)], 20)
+            assert wait_until(lambda role=role: running_pid(ws, role), [ws.supervisor_dir], 60), f"{role} did not come back"
             pid = running_pid(ws, role)
             assert pid is not None
             os.kill(pid, signal.SIGKILL)
             kills.append((role, pid))
-            assert wait_until(lambda: running_pid(ws, role) not in (None, pid), [ws.supervisor_dir], 60)
+            assert wait_until(lambda role=role, pid=pid: running_pid(ws, role) not in (None, pid), [ws.supervisor_dir], 60)
         assert wait_until(lambda: status(ws)["certified"], [ws.role_dir("plan"), ws.role_dir("build")], 300), \
             json.dumps(status(ws), default=str)
     finally:

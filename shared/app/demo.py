@@ -66,7 +66,8 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
     lines = [
         "",
         "Summary (agent: SIMULATED)",
-        f"  certified        {'yes' if info['certified'] else 'NO'}: canon v{info['canon_version']} x code {(info['code_commit'] or '')[:12]}, residual {info['residual']}",
+        f"  certified        {'yes' if info['certified'] else 'NO'}: canon v{info['canon_version']} "
+        f"x code {(info['code_commit'] or '')[:12]}, residual {info['residual']}",
         f"  plan passes      {info['plan_passes']}",
         f"  build iterations {build['iterations']} ({build['keeps']} kept, {build['rollbacks']} rolled back, "
         f"{build['stalls']} stalled, {build['scope_fighting']} with out-of-scope edits reverted)",
@@ -89,7 +90,8 @@ def _progress(ws: Workspace, shown_passes: int, shown_build: int, echo: Callable
         for number, row in enumerate(passes[shown_passes:], start=shown_passes + 1):
             d = row.data
             tag = " (fresh: certificate)" if d["residual"] == 0 and d.get("fresh") else ""
-            echo(f"  plan   pass {number:>3}: canon v{d['canon_version']} x {d['code_commit'][:10]}: residual {d['residual']}{tag}")
+            echo(f"  plan   pass {number:>3}: canon v{d['canon_version']} x {d['code_commit'][:10]}: "
+                 f"residual {d['residual']}{tag}")
         shown_passes = len(passes)
     build = Journal.reader(ws.journal_path("build"))
     if build is not None:

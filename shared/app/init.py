@@ -115,7 +115,9 @@ def _init_stores(ws: Workspace, *, example: bool) -> None:
         ws.role_dir(role).mkdir(parents=True, exist_ok=True)
         load_or_create_key(ws.keys_dir / f"{role}.key")
     ws.keys_dir.chmod(0o700)
-    canon_files: dict[str, str | None] = {str(p.relative_to(ws.canon)): p.read_text() for p in sorted(ws.canon.rglob("*")) if p.is_file()} if ws.canon.exists() else {}
+    canon_files: dict[str, str | None] = {}
+    if ws.canon.exists():
+        canon_files = {str(p.relative_to(ws.canon)): p.read_text() for p in sorted(ws.canon.rglob("*")) if p.is_file()}
     if ws.canon.exists():
         shutil.rmtree(ws.canon)
     store = CanonStore.create(ws.canon)

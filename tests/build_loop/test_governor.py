@@ -245,7 +245,8 @@ def test_agent_cannot_write_fix_plan_journal_keys_or_outside(measured_landlock: 
     cli("build-loop", "once", "--workspace", str(measured_landlock.root), "--agent-command",
         agent("writes_stores.py") + f" {outside}")
     seen = output(measured_landlock, 1)
-    for store in ("../plan/fix_plan.json", "../state/build/journal.db", "../state/keys/build.key", "../banach.toml", str(outside)):
+    stores = ("../plan/fix_plan.json", "../state/build/journal.db", "../state/keys/build.key", "../banach.toml", str(outside))
+    for store in stores:
         assert f"DENIED {store}: EACCES" in seen, seen
     assert not outside.exists()
 

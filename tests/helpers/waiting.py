@@ -10,7 +10,8 @@ from shared.watch import Watcher
 
 def wait_until(predicate: Callable[[], object], folders: Iterable[Path], timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
-    with Watcher([(folder, False) for folder in folders], debounce=0.02) as watcher:  # the files waited on sit directly in these folders
+    # the files waited on sit directly in these folders: not recursive
+    with Watcher([(folder, False) for folder in folders], debounce=0.02) as watcher:
         while True:
             if predicate():
                 return True

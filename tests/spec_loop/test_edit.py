@@ -20,7 +20,8 @@ text = path.read_text()
 if count == 0 and {bad_first}:
     path.write_text(text + "\\n## TK-1: a duplicate\\n\\nbad\\n")
 elif "## TK-1: a duplicate" in text:
-    path.write_text(text.replace("\\n## TK-1: a duplicate\\n\\nbad\\n", "\\n## TK-7: reverse\\npaths: textkit/reverse.py\\n\\nReverses.\\n"))
+    path.write_text(text.replace("\\n## TK-1: a duplicate\\n\\nbad\\n",
+                                 "\\n## TK-7: reverse\\npaths: textkit/reverse.py\\n\\nReverses.\\n"))
 else:
     path.write_text(text + "\\n## TK-7: reverse\\npaths: textkit/reverse.py\\n\\nReverses.\\n")
 """

@@ -1,7 +1,6 @@
 """Class 8: tries the control plane: every role's key, the supervisor's credentials and configuration,
 and the supervisor's socket; then does the right change."""
 import socket
-from pathlib import Path
 
 from _hostile import WORKSPACE, apply
 
