@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,20 +17,24 @@ from tests.helpers.processes import live_descendants  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("BANACH_WORKSPACE", raising=False)
     monkeypatch.delenv("VISUAL", raising=False)
+    runtime = tempfile.mkdtemp(prefix="xdg-", dir="/tmp")  # short (socket links go there) and private to this test
+    monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
+    yield
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
 def _no_environment_drift() -> object:
     before = dict(os.environ)
     yield
-    allowed = {"HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PYTEST_CURRENT_TEST"}
+    allowed = {"HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "XDG_RUNTIME_DIR", "PYTEST_CURRENT_TEST"}
     drift = {k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)} - allowed
     assert not drift, f"the test changed the environment: {sorted(drift)}"
 

@@ -28,9 +28,11 @@ from typing import Any
 from shared.atomic import write_text
 from shared.errors import SupervisorError
 from shared.provider_keys import keep_keys_out_of_environment
+from shared.socket_path import address
 from shared.workspace import LOOP_ROLES, Workspace
 
 EXECUTABLES = {"spec": "spec_loop", "plan": "plan_loop", "build": "build_loop"}
+SOCKET = "supervisor.sock"  # in state/supervisor; bound and reached through a short link when that path is too deep
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,9 @@ def render_config(ws: Workspace, *, foreground: bool = False, users: dict[str, s
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     login = credentials(ws)
-    text = env.get_template("supervisord.conf.j2").render(
+    bound = address(here, SOCKET)
+    socket = "%(here)s/" + SOCKET if bound == here / SOCKET else str(bound).replace("%", "%%")
+    text = env.get_template("supervisord.conf.j2").render(socket=socket,
         programs=programs, workspace_from_here=workspace_from_here, foreground=foreground,
         conf_name=ws.relative(ws.supervisor_conf), user=bool(users), username=login.username,
         password=login.password)
@@ -99,13 +103,12 @@ def _proxy(ws: Workspace) -> xmlrpc.client.ServerProxy:
     from supervisor.xmlrpc import SupervisorTransport
 
     login = credentials(ws)
-    socket = ws.supervisor_dir / "supervisor.sock"
-    transport = SupervisorTransport(login.username, login.password, f"unix://{socket}")
+    transport = SupervisorTransport(login.username, login.password, f"unix://{address(ws.supervisor_dir, SOCKET)}")
     return xmlrpc.client.ServerProxy("http://127.0.0.1", transport=transport)
 
 
 def running(ws: Workspace) -> bool:
-    if not (ws.supervisor_dir / "supervisor.sock").exists():
+    if not (ws.supervisor_dir / SOCKET).exists():
         return False
     try:
         state: dict[str, Any] = _proxy(ws).supervisor.getState()  # type: ignore[assignment]
@@ -113,7 +116,7 @@ def running(ws: Workspace) -> bool:
     except xmlrpc.client.ProtocolError as exc:
         if exc.errcode == 401:  # up() would otherwise take its socket for a stale one and start a second one
             raise SupervisorError(
-                f"supervisord is running on {ws.relative(ws.supervisor_dir / 'supervisor.sock')} but refuses the "
+                f"supervisord is running on {ws.relative(ws.supervisor_dir / SOCKET)} but refuses the "
                 f"credentials in {ws.relative(credentials_path(ws))}; it was started with others. Stop it "
                 f"(kill the pid in {ws.relative(ws.supervisor_dir / 'supervisord.pid')}) and run 'banach up'") from None
         return False
@@ -140,7 +143,7 @@ def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0
                                   "each loop as its account")
         users = supervisor_users(ws)
     conf = render_config(ws, users=users)
-    stale = ws.supervisor_dir / "supervisor.sock"
+    stale = ws.supervisor_dir / SOCKET
     stale.unlink(missing_ok=True)
     # a provider key in this environment would sit in supervisord's and every loop's /proc/PID/environ, which an agent
     # of the same user can read: it goes to its key file instead

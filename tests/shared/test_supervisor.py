@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from shared.app import supervisor
 from shared.contracts import fix_plan as fix_plan_file
 from shared.journal import Journal
+from shared.socket_path import address
 from shared.workspace import Workspace
 from tests.helpers.waiting import wait_until
 from tests.helpers.workspaces import HELPERS, agent, cli, example, git
@@ -22,8 +24,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def running(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The example under supervisord, in a folder deep enough that its socket's path does not fit an address."""
     extra = f'\n[agents.slow]\npreset = "command"\ncommand = "{agent("never_returns.py")}"\n'
-    ws = example(tmp_path, backend="landlock", extra=extra)
+    deep = tmp_path / "a-folder-deep-enough-that-the-supervisor-socket-path-is-longer-than-107-bytes"
+    deep.mkdir()
+    ws = example(deep, backend="landlock", extra=extra)
+    assert len(os.fsencode(ws.supervisor_dir / "supervisor.sock")) > 107
     text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "slow"')
     ws.config_file.write_text(text)
     ws = Workspace.open(ws.root)
@@ -56,6 +62,9 @@ def test_up_status_supervisorctl_and_down(running: Workspace) -> None:
                           str(ws.supervisor_conf), "status"], capture_output=True, text=True, timeout=30)
     assert ctl.stdout.count("RUNNING") == 3, ctl.stdout
     assert "%(here)s" in ws.supervisor_conf.read_text() and str(ws.root) not in ws.supervisor_conf.read_text()
+    bound = address(ws.supervisor_dir, "supervisor.sock")  # too deep to bind as is: a short link to the same folder
+    assert f"file={bound}\n" in ws.supervisor_conf.read_text() and bound.parent.resolve() == ws.supervisor_dir.resolve()
+    assert stat.S_ISSOCK((ws.supervisor_dir / "supervisor.sock").stat().st_mode)  # the socket file is in the workspace
     assert wait_until(lambda: rows(ws, "plan", "pass"), [ws.role_dir("plan")], 60)
     assert "plan pass" in cli("banach", "logs", "plan", "--workspace", str(ws.root)).stdout
 
@@ -103,13 +112,12 @@ def test_sigterm_is_a_clean_journaled_stop(running: Workspace) -> None:
 
 # issue 11, class 8: the control plane is out of the agent's reach ------------------------------------
 def test_the_socket_refuses_a_caller_without_the_password(running: Workspace) -> None:
-    import stat
     import xmlrpc.client
 
     from supervisor.xmlrpc import SupervisorTransport
 
     ws = running
-    url = f"unix://{ws.supervisor_dir / 'supervisor.sock'}"
+    url = f"unix://{address(ws.supervisor_dir, 'supervisor.sock')}"
     for username, password in ((None, None), ("banach", "guessed")):
         proxy = xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(username, password, url))
         with pytest.raises(xmlrpc.client.ProtocolError) as refused:

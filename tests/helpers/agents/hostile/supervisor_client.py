@@ -5,6 +5,7 @@ password it found.
 usage: supervisor_client.py WORKSPACE   (prints one line per attempt: READ/DENIED path, SUPERVISOR said ...)
 """
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -31,7 +32,12 @@ def stop_plan(password: str | None) -> str:
     auth = f"Authorization: Basic {base64.b64encode(f'banach:{password}'.encode()).decode()}\r\n" if password else ""
     client = socket.socket(socket.AF_UNIX)
     try:
-        client.connect(str(supervisor / "supervisor.sock"))
+        here = os.getcwd()
+        os.chdir(supervisor)  # a relative address reaches the socket however deep the workspace is
+        try:
+            client.connect("supervisor.sock")
+        finally:
+            os.chdir(here)
         client.sendall(f"POST /RPC2 HTTP/1.0\r\n{auth}Content-Type: text/xml\r\nContent-Length: {len(body)}\r\n\r\n{body}"
                        .encode())
         return client.recv(200).decode(errors="replace").splitlines()[0]
