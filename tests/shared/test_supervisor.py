@@ -141,14 +141,17 @@ def test_a_sandboxed_agent_can_neither_read_the_credentials_nor_stop_plan(runnin
     flags = sandbox_flags(ws, [ws.code])  # what build gives its agent and plan its checks
     assert flags is not None
     attacker = str(HELPERS / "agents" / "hostile" / "supervisor_client.py")
+    link = address(ws.supervisor_dir, "supervisor.sock").parent  # the workspace is too deep: the socket is reached by it
     result = subprocess.run([sys.executable, "-m", "shared.isolation.sandbox", *flags, "--", sys.executable, attacker,
-                             str(ws.root)], capture_output=True, text=True, timeout=60, cwd=ws.code)
+                             str(ws.root), str(link)], capture_output=True, text=True, timeout=60, cwd=ws.code)
     assert result.returncode == 0, result.stderr
     assert "READ " not in result.stdout, result.stdout
     for secret in ("credentials", "supervisord.conf", "build.key"):
         assert f"DENIED {ws.supervisor_dir if secret != 'build.key' else ws.keys_dir}/{secret}" in result.stdout
     said = [line for line in result.stdout.splitlines() if line.startswith("SUPERVISOR said")]
     assert len(said) == 2 and all("401 Unauthorized" in line for line in said), result.stdout
+    assert f"DENIED redirect {link}: Permission denied" in result.stdout, result.stdout
+    assert link.resolve() == ws.supervisor_dir.resolve()
     assert supervisor.states(ws) and pids(ws).get("plan") == plan_pid  # plan kept running, untouched
     # the same program outside the sandbox (as the person) finds the password and is obeyed: the probe is real
     control = subprocess.run([sys.executable, attacker, str(ws.root)], capture_output=True, text=True, timeout=60)
