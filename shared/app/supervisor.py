@@ -91,8 +91,8 @@ def render_config(ws: Workspace, *, foreground: bool = False, users: dict[str, s
     login = credentials(ws)
     bound = address(here, SOCKET)
     socket = "%(here)s/" + SOCKET if bound == here / SOCKET else str(bound).replace("%", "%%")
-    text = env.get_template("supervisord.conf.j2").render(socket=socket,
-        programs=programs, workspace_from_here=workspace_from_here, foreground=foreground,
+    text = env.get_template("supervisord.conf.j2").render(
+        programs=programs, workspace_from_here=workspace_from_here, foreground=foreground, socket=socket,
         conf_name=ws.relative(ws.supervisor_conf), user=bool(users), username=login.username,
         password=login.password)
     write_text(ws.supervisor_conf, text)  # 0600 from its first byte: it holds the password
