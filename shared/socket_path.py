@@ -30,7 +30,7 @@ def address(folder: Path, name: str) -> Path:
 def short_link(folder: Path, name: str) -> Path:
     """A short path that is `folder`: a link in the private runtime folder, made or repaired as needed."""
     target = folder.resolve()
-    link = runtime_folder(len(os.fsencode(name)) + 18) / hashlib.sha256(os.fsencode(target)).hexdigest()[:16]
+    link = _link_for(target, name)
     with contextlib.suppress(OSError):
         if link.is_symlink() and Path(os.readlink(link)) == target:
             return link
@@ -39,6 +39,21 @@ def short_link(folder: Path, name: str) -> Path:
     os.symlink(target, temporary)
     os.replace(temporary, link)  # atomic: a concurrent caller sees the old link or the new one
     return link
+
+
+def forget(folder: Path, name: str) -> None:
+    """Remove the short link made for `folder`, if there is one (when its socket is gone for good)."""
+    target = folder.resolve()
+    if len(os.fsencode(folder / name)) < FITS:
+        return
+    link = _link_for(target, name)
+    with contextlib.suppress(OSError):
+        if link.is_symlink() and Path(os.readlink(link)) == target:
+            link.unlink()
+
+
+def _link_for(target: Path, name: str) -> Path:
+    return runtime_folder(len(os.fsencode(name)) + 18) / hashlib.sha256(os.fsencode(target)).hexdigest()[:16]
 
 
 def runtime_folder(room: int = 0) -> Path:

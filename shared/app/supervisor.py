@@ -28,7 +28,7 @@ from typing import Any
 from shared.atomic import write_text
 from shared.errors import SupervisorError
 from shared.provider_keys import keep_keys_out_of_environment
-from shared.socket_path import address
+from shared.socket_path import address, forget
 from shared.workspace import LOOP_ROLES, Workspace
 
 EXECUTABLES = {"spec": "spec_loop", "plan": "plan_loop", "build": "build_loop"}
@@ -181,6 +181,7 @@ def down(ws: Workspace, *, wait: float = 60.0) -> bool:
         if time.monotonic() >= deadline:
             raise SupervisorError(f"supervisord (pid {pid}) did not stop within {wait:g}s")
         time.sleep(0.1)
+    forget(ws.supervisor_dir, SOCKET)
     return True
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from shared.errors import BanachError
-from shared.socket_path import address, runtime_folder
+from shared.socket_path import address, forget, runtime_folder
 
 
 def deep_folder(tmp_path: Path) -> Path:
@@ -66,3 +66,12 @@ def test_a_runtime_folder_that_is_a_link_is_refused(tmp_path: Path) -> None:
     (run / "banach").symlink_to(tmp_path / "elsewhere")  # planted by someone who can write the parent
     with pytest.raises(BanachError, match="no one else"):
         runtime_folder()
+
+
+def test_forget_removes_the_link_and_only_its_own(tmp_path: Path) -> None:
+    folder, other = deep_folder(tmp_path), deep_folder(tmp_path / "other")
+    link, kept = address(folder, "x.sock").parent, address(other, "x.sock").parent
+    forget(folder, "x.sock")
+    assert not link.is_symlink() and kept.is_symlink()
+    forget(folder, "x.sock")  # nothing left to remove: no error
+    forget(tmp_path, "x.sock")  # a folder that never needed a link

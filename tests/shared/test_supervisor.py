@@ -101,7 +101,10 @@ def test_sigkill_of_spec_or_plan_brings_it_back(running: Workspace, role: str) -
 def test_sigterm_is_a_clean_journaled_stop(running: Workspace) -> None:
     ws = running
     assert wait_until(lambda: rows(ws, "build", "iteration.started"), [ws.role_dir("build")], 90)
+    link = address(ws.supervisor_dir, "supervisor.sock").parent
+    assert link.is_symlink()
     supervisor.down(ws)
+    assert not link.is_symlink()  # down removes the short link it no longer needs
     stopped = rows(ws, "build", "loop.stopped")
     assert stopped and stopped[-1].data["signal"] == "SIGTERM"
     ended = rows(ws, "build", "iteration.ended")
