@@ -31,9 +31,8 @@ def short_link(folder: Path, name: str) -> Path:
     """A short path that is `folder`: a link in the private runtime folder, made or repaired as needed."""
     target = folder.resolve()
     link = _link_for(target, name)
-    with contextlib.suppress(OSError):
-        if link.is_symlink() and Path(os.readlink(link)) == target:
-            return link
+    if _points_to(link, target):
+        return link
     temporary = link.with_name(f".{link.name}.{os.getpid()}")
     temporary.unlink(missing_ok=True)
     os.symlink(target, temporary)
@@ -43,13 +42,20 @@ def short_link(folder: Path, name: str) -> Path:
 
 def forget(folder: Path, name: str) -> None:
     """Remove the short link made for `folder`, if there is one (when its socket is gone for good)."""
-    target = folder.resolve()
     if len(os.fsencode(folder / name)) < FITS:
         return
+    target = folder.resolve()
     link = _link_for(target, name)
-    with contextlib.suppress(OSError):
-        if link.is_symlink() and Path(os.readlink(link)) == target:
+    if _points_to(link, target):
+        with contextlib.suppress(FileNotFoundError):
             link.unlink()
+
+
+def _points_to(link: Path, target: Path) -> bool:
+    try:
+        return Path(os.readlink(link)) == target
+    except OSError:  # missing, or not a link
+        return False
 
 
 def _link_for(target: Path, name: str) -> Path:

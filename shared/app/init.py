@@ -118,7 +118,6 @@ def _init_stores(ws: Workspace, *, example: bool) -> None:
     canon_files: dict[str, str | None] = {}
     if ws.canon.exists():
         canon_files = {str(p.relative_to(ws.canon)): p.read_text() for p in sorted(ws.canon.rglob("*")) if p.is_file()}
-    if ws.canon.exists():
         shutil.rmtree(ws.canon)
     store = CanonStore.create(ws.canon)
     if canon_files:
