@@ -4,7 +4,9 @@ already spent means the turn does not start."""
 from __future__ import annotations
 
 from build_loop.gateway.lease import Allowance
+from build_loop.turn import Outcome, Turn
 from shared.config import GatewayConfig
+from shared.contracts.blocks import BLOCKED
 from shared.journal import Journal
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -47,3 +49,13 @@ def run_spent(gateway: GatewayConfig, tokens: int, cost: float) -> str:
     if gateway.max_run_cost_usd and cost >= gateway.max_run_cost_usd:
         return f"gateway cost budget: ${cost:.4f} of ${gateway.max_run_cost_usd:.4f} used by this run"
     return ""
+
+
+def spent_outcome(journal: Journal, turn: Turn, why: str, source: str) -> Outcome:
+    """No turn starts on a spent budget: the item's blocks the item, the run's stops the run."""
+    if source == "item":
+        journal.append(BLOCKED, {"item": turn.item.id, "canon_version": turn.canon.version,
+                                 "attempts": turn.history.attempts,
+                                 "evidence": {"reason": why, "failing": None, "excerpt": "", "iteration": None}})
+        return Outcome("blocked", f"{turn.item.id}: blocked: {why}", None, turn.item.id)
+    return Outcome("budget_exhausted", f"build-loop: {why}", None, turn.item.id)

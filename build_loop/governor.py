@@ -28,20 +28,19 @@ from build_loop.fence import FenceLimits, FenceReport, fence, protected_patterns
 from build_loop.gateway import gateway_for
 from build_loop.gateway.lease import Lease
 from build_loop.history import ItemHistory, item_history, next_iteration
-from build_loop.integrator import better, publish_keep
+from build_loop.integrator import publish_keep
 from build_loop.measure import Measurer
 from build_loop.picker import current_plan, next_item
 from build_loop.prompt import context_outputs, render
 from build_loop.reactions import Reaction, react
 from build_loop.recovery import recover
-from build_loop.sensors import Reading, regressions
+from build_loop.sensors import Reading, refusal, regressions
 from build_loop.turn import Options, Outcome, Shared, Spend, Turn
 from canon.model import Canon
 from canon.store import CanonStore
 from shared.atomic import file_lock, write_json, write_text
 from shared.checks.oracle import check_limits
 from shared.contracts import current_turn
-from shared.contracts.blocks import BLOCKED
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import Entry, GitRepo
 from shared.isolation.policy import sandbox_argv
@@ -81,7 +80,7 @@ class Governor:
         self.owns_gateway = shared is None
         self.spend = shared.spend if shared else Spend()
         self.limits = check_limits(ws.config)  # one turn's or one sensor's share: the same as one check's
-        self.measure = Measurer(ws, self.canon_store, self.dir, self.limits, tree=self.tree)
+        self.measure = Measurer(ws, self.canon_store, self.dir, self.limits, tree=self.tree, cancel=self.cancel)
 
     def close(self) -> None:
         if self.gateway is not None and self.owns_gateway:
@@ -189,20 +188,11 @@ class Governor:
         allowance = budgets.allowance(gateway, item, (self.spend.tokens, self.spend.cost))
         why, source = budgets.exhausted(allowance)
         if why:
-            return self._budget_spent(turn, why, source)
+            return budgets.spent_outcome(self.journal, turn, why, source)
         assert self.gateway is not None
         turn.lease = self.gateway.open_turn(preset.provider, upstream_model=preset.upstream_model, allowance=allowance,
                                             log=turn.folder / "calls.jsonl")
         return None
-
-    def _budget_spent(self, turn: Turn, why: str, source: str) -> Outcome:
-        """No turn starts on a spent budget: the item's blocks the item, the run's stops the run."""
-        if source == "item":
-            self.journal.append(BLOCKED, {"item": turn.item.id, "canon_version": turn.canon.version,
-                                          "attempts": turn.history.attempts,
-                                          "evidence": {"reason": why, "failing": None, "excerpt": "", "iteration": None}})
-            return Outcome("blocked", f"{turn.item.id}: blocked: {why}", None, turn.item.id)
-        return Outcome("budget_exhausted", f"build-loop: {why}", None, turn.item.id)
 
     def _start(self, turn: Turn) -> None:
         route = None
@@ -246,6 +236,11 @@ class Governor:
         entries = snapshot(self.code, fenced.kept)
         if not entries:
             return self._no_change(turn)
+        tampered = self.measure.tampering(self.code, entries, turn.item, turn.canon)
+        if tampered:
+            self._roll_back(turn)
+            return self._failed(turn, "rollback", f"the tamper scan: {'; '.join(tampered[:3])}", changed=sorted(entries),
+                                tamper=tampered, feedback={"tamper scan": "\n".join(tampered)})
         return self._judge(turn, entries)
 
     def _run_agent(self, turn: Turn) -> None:
@@ -354,17 +349,14 @@ class Governor:
         """The sensors on the kept change, the ratchet, and keep or roll back."""
         before = turn.before
         after = self.measure.read(turn.sensors, turn.canon_dir, turn.scratch)
-        broke = regressions(before, after)
-        facts = {"changed": sorted(entries), "failing_after": after.failing, "regressions": broke,
-                 "score_before": before.score, "score_after": after.score, "fingerprint": after.fingerprint}
-        if broke or not better(before, after):
+        if self.cancel.is_set():
             self._roll_back(turn)
-            if broke:
-                reason = f"the ratchet: {len(broke)} check(s) that were green went red ({', '.join(broke[:5])})"
-            elif after.fingerprint == before.fingerprint:
-                reason = f"no progress: the same {len(after.failing)} check(s) still fail"
-            else:
-                reason = f"no progress: {len(after.failing)} failing after, {len(before.failing)} before"
+            return self._end(turn, "abandoned", "build-loop was asked to stop while the sensors ran; rolled back")
+        facts = {"changed": sorted(entries), "failing_after": after.failing, "regressions": regressions(before, after),
+                 "score_before": before.score, "score_after": after.score, "fingerprint": after.fingerprint}
+        reason = refusal(before, after)
+        if reason:
+            self._roll_back(turn)
             excerpt = "\n".join(text for text in after.excerpts.values())[-3000:]
             return self._failed(turn, "rollback", reason, **facts, excerpt=excerpt, feedback=after.excerpts)
         return self._accept(turn, entries, after, facts)

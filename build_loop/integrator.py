@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from build_loop.measure import Measurer
-from build_loop.sensors import Reading, regressions
+from build_loop.sensors import Reading, better, regressions
 from build_loop.turn import Turn
 from shared.contracts import trailers
 from shared.git import Entry, GitRepo
@@ -34,11 +34,6 @@ class Integration:
     after: Reading  # main's reading with the change (the lane's when main had not moved)
     facts: dict[str, Any] = field(default_factory=dict)
     handed_off: bool = False  # on a cluster node: the head integrates (build_loop/remote.py)
-
-
-def better(before: Reading, after: Reading) -> bool:
-    return len(after.failing) < len(before.failing) or (
-        len(after.failing) == len(before.failing) and after.score > before.score)
 
 
 def commit_message(turn: Turn, before: Reading, after: Reading) -> tuple[str, dict[str, str]]:

@@ -8,14 +8,17 @@ import hashlib
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 from build_loop.sensors import Reading, Sensor, read_sensors
 from canon.model import Canon
 from canon.store import CanonStore
+from shared import tamper
 from shared.atomic import file_lock, write_json
 from shared.contracts.fix_plan import Item
 from shared.export import remove_tree
+from shared.git import Entry, GitRepo
 from shared.isolation.policy import sandbox_argv
 from shared.process import Limits
 from shared.workspace import Workspace
@@ -25,9 +28,12 @@ class Measurer:
     """tree: the work tree the sensors read, the code's own or a lane's (build_loop/lanes.py)."""
 
     def __init__(self, ws: Workspace, canon_store: CanonStore, state: Path, limits: Limits, *,
-                 tree: Path | None = None) -> None:
+                 tree: Path | None = None, cancel: threading.Event | None = None) -> None:
+        """cancel: when set (build-loop was asked to stop), the sensor running now is stopped, and the rest are not
+        started; a reading taken so is never kept as a checkpoint's."""
         self.ws, self.canon_store, self.state, self.limits = ws, canon_store, state, limits
         self.tree = tree or ws.code
+        self.cancel = cancel or threading.Event()
 
     def canon_snapshot(self, canon: Canon) -> Path:
         """Build's own export of canon at this version, made once (a crash mid-export leaves no '.done')."""
@@ -68,11 +74,18 @@ class Measurer:
         return env
 
     def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
-        # sensors read the work tree and write only their scratch: what they judge is what gets committed
-        def wrap(argv: tuple[str, ...]) -> tuple[str, ...]:
-            return sandbox_argv(self.ws, argv, [scratch])
+        # sensors read the work tree and write only their own folder: what they judge is what gets committed
+        def wrap(argv: tuple[str, ...], *, writable: Path, hidden: list[Path]) -> tuple[str, ...]:
+            return sandbox_argv(self.ws, argv, [writable], hidden=hidden)
 
-        return read_sensors(sensors, self.tree, self.env(canon_dir, scratch), scratch, wrap, self.limits)
+        return read_sensors(sensors, self.tree, self.env(canon_dir, scratch), scratch, wrap, self.limits, self.cancel)
+
+    def tampering(self, code: GitRepo, entries: dict[str, Entry | None], item: Item, canon: Canon) -> list[str]:
+        """The tamper scan's hits in the files a turn changed that the item's requirements do not allow, as lines."""
+        changed = {path: entry.blob for path, entry in entries.items() if entry is not None}
+        contents = code.blobs(sorted(set(changed.values())))
+        hits = tamper.scan({path: contents.get(blob, b"") for path, blob in changed.items()})
+        return [str(hit) for hit in tamper.unallowed(hits, canon, item.requirements)]
 
     def at_checkpoint(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
         key = hashlib.sha256(repr((head, [(s.name, s.argv, s.kind) for s in sensors])).encode()).hexdigest()[:24]
@@ -80,5 +93,6 @@ class Measurer:
         if cache.exists():
             return Reading.from_json(json.loads(cache.read_text()))
         reading = self.read(sensors, canon_dir, scratch)
-        write_json(cache, reading.as_json())
+        if not self.cancel.is_set():
+            write_json(cache, reading.as_json())
         return reading

@@ -2,7 +2,7 @@
 by how many there are (a deleted passing test reads as red).
 
 A conformance sensor runs canon's tests through shared.conformance and yields one identity per expected
-test ('name::node id') plus one for the run, judged by the per-test report and its canary, never by the
+test ('name::node id') plus one for the run, judged by the per-test report and its canaries, never by the
 exit code. A pytest-kind sensor (build's own tests, from banach.toml) is run with --junitxml the same way
 but without the canary; a command sensor yields one identity from its exit code. A sensor may print
 'SCORE: n' as a tie-break. A timed-out sensor fails with a constant fingerprint.
@@ -10,13 +10,18 @@ but without the canary; a command sensor yields one identity from its exit code.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
+import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from shared import conformance
+from shared.export import remove_tree
 from shared.process import Limits, Request, run
 
 SCORE = re.compile(r"^SCORE:\s*(-?\d+(?:\.\d+)?)\s*$", re.MULTILINE)
@@ -60,10 +65,30 @@ class Reading:
                    tuple(data.get("timed_out", ())))
 
 
-def _junit_results(path: Path, name: str) -> dict[str, bool]:
+JUNIT_LIMIT = 16_000_000  # bytes of a pytest-kind sensor's junit XML; past it the file is not read
+
+
+def _read_untrusted(path: Path, limit: int) -> bytes | None:
+    """A file a sandboxed child wrote, read without trusting it: only a regular file (a FIFO, a device or a link is
+    refused without blocking), at most `limit` bytes; None when it is anything else."""
     try:
-        root = ET.parse(path).getroot()
-    except (ET.ParseError, OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return handle.read(limit + 1)[:limit]
+
+
+def _junit_results(path: Path, name: str) -> dict[str, bool]:
+    data = _read_untrusted(path, JUNIT_LIMIT)
+    try:
+        root = ET.fromstring(data) if data is not None else None
+    except ET.ParseError:
+        root = None
+    if root is None:
         return {}
     results: dict[str, bool] = {}
     for case in root.iter("testcase"):
@@ -76,8 +101,16 @@ def _junit_results(path: Path, name: str) -> dict[str, bool]:
     return results
 
 
+class Wrap(Protocol):
+    """Confines a sensor's argv: it writes only `writable` and reads none of `hidden`."""
+
+    def __call__(self, argv: tuple[str, ...], *, writable: Path, hidden: list[Path]) -> tuple[str, ...]: ...
+
+
 def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch: Path,
-                 wrap: object = None, limits: Limits | None = None) -> Reading:
+                 wrap: Wrap | None = None, limits: Limits | None = None, cancel: threading.Event | None = None) -> Reading:
+    """Each sensor runs in a folder of its own under scratch, the only place it may write (under wrap). cancel: when
+    set, the running sensor is stopped and no other starts (each then reads as red)."""
     results: dict[str, bool] = {}
     excerpts: dict[str, str] = {}
     timed_out: list[str] = []
@@ -85,30 +118,37 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
     fingerprints: list[str] = []
     scratch.mkdir(parents=True, exist_ok=True)
     for sensor in sensors:
-        argv = sensor.argv
-        stem = scratch / hashlib.sha256(sensor.name.encode()).hexdigest()[:12]
-        junit = stem.with_suffix(".xml")
+        if cancel is not None and cancel.is_set():
+            results[sensor.name] = False
+            continue
+        folder = scratch / hashlib.sha256(sensor.name.encode()).hexdigest()[:12]
         measured: conformance.Run | None = None
-        if sensor.kind == "pytest":
-            junit.unlink(missing_ok=True)
-            argv = (*argv, f"--junitxml={junit}", "-o", "junit_family=xunit1")
-        elif sensor.kind == "conformance" and sensor.canon_dir is not None:
-            measured = conformance.prepare(sensor.canon_dir, cwd, sensor.nodes, stem.with_suffix(".jsonl"))
-            argv = measured.argv
-        if callable(wrap):
-            argv = wrap(argv)
-        run_env = conformance.environment(env) if measured else env
+        if sensor.kind == "conformance" and sensor.canon_dir is not None:
+            measured = conformance.prepare(sensor.canon_dir, cwd, sensor.nodes, folder)
+            confine = partial(wrap, writable=measured.scratch, hidden=[sensor.canon_dir]) if wrap else None
+            request = measured.request(env=env, timeout=sensor.timeout, limits=limits, wrap=confine)
+        else:
+            remove_tree(folder)
+            (folder / "tmp").mkdir(parents=True)
+            own = folder / "tmp"
+            argv = (*sensor.argv, f"--junitxml={own / 'junit.xml'}", "-o", "junit_family=xunit1") \
+                if sensor.kind == "pytest" else sensor.argv
+            request = Request(wrap(argv, writable=own, hidden=[]) if wrap else argv, cwd=cwd,
+                              env={**env, "TMPDIR": str(own), "HOME": str(own)}, timeout=sensor.timeout, grace=0.5,
+                              limits=limits)
         try:
-            outcome = run(Request(argv, cwd=cwd, env=run_env, timeout=sensor.timeout, grace=0.5, limits=limits))
+            outcome = run(request, cancel=cancel)
+            if sensor.kind == "pytest":
+                results.update(_junit_results(folder / "tmp" / "junit.xml", sensor.name))
         finally:
             if measured is not None:
                 measured.close()
+            remove_tree(folder)
         output = outcome.stdout + outcome.stderr
         results[sensor.name] = outcome.ok
-        if sensor.kind == "pytest":
-            results.update(_junit_results(junit, sensor.name))
-        elif measured is not None:
-            verdict = measured.judge()
+        if measured is not None:
+            verdict = measured.judge(outcome)
+            output = verdict.output  # without the canaries: this reaches the agent's next prompt
             results[sensor.name] = verdict.passed and not outcome.timed_out
             results.update({f"{sensor.name}::{node}": ok for node, ok in verdict.results.items()})
             if not verdict.passed:
@@ -131,3 +171,20 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
 def regressions(before: Reading, after: Reading) -> list[str]:
     """The ratchet: every identity that was green must still be green (missing counts as red)."""
     return sorted(identity for identity in before.green if not after.results.get(identity, False))
+
+
+def better(before: Reading, after: Reading) -> bool:
+    return len(after.failing) < len(before.failing) or (
+        len(after.failing) == len(before.failing) and after.score > before.score)
+
+
+def refusal(before: Reading, after: Reading) -> str:
+    """Why a change measured `after` may not be kept over `before` (the ratchet, then progress), or "" to keep it."""
+    broke = regressions(before, after)
+    if broke:
+        return f"the ratchet: {len(broke)} check(s) that were green went red ({', '.join(broke[:5])})"
+    if better(before, after):
+        return ""
+    if after.fingerprint == before.fingerprint:
+        return f"no progress: the same {len(after.failing)} check(s) still fail"
+    return f"no progress: {len(after.failing)} failing after, {len(before.failing)} before"

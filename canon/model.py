@@ -43,6 +43,7 @@ class Requirement(Frozen):
     checks: tuple[str, ...] = Field((), description="shell commands; exit 0 means the requirement holds")
     tests: tuple[str, ...] = Field((), description="pytest node ids of canon's conformance tests")
     reads: tuple[str, ...] = Field((), description="globs of the code its checks read; narrows the memo key")
+    allows: tuple[str, ...] = Field((), description="kinds of the tamper scan (shared/tamper.py) its files may use")
     depends_on: tuple[str, ...] = ()
     conflicts_with: tuple[str, ...] = ()
     source: SourceRef
@@ -58,6 +59,17 @@ class Requirement(Frozen):
     @classmethod
     def _scope(cls, values: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(_check_scope_path(value) for value in values)
+
+    @field_validator("allows")
+    @classmethod
+    def _allows(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        from shared.tamper import KINDS
+
+        unknown = [value for value in values if value not in KINDS or value == "unreadable"]
+        if unknown:
+            known = ", ".join(kind for kind in KINDS if kind != "unreadable")
+            raise ValueError(f"{', '.join(map(repr, unknown))} is not a kind of the tamper scan; known kinds: {known}")
+        return values
 
     @field_validator("tests")
     @classmethod

@@ -35,7 +35,7 @@ def items_from_results(
         exists = any(matches(path, req.paths) for path in code_files) if req.paths else True
         kind = "demolish" if req.area in demolish_areas else ("fix" if exists else "implement")
         evidence = tuple(
-            Evidence(check=r.check.label if r.check.identity == "tests" else f"{r.check.identity} {r.check.label}",
+            Evidence(check=r.check.label if r.check.identity in ("tests", "tamper") else f"{r.check.identity} {r.check.label}",
                      exit_code=r.exit_code, timed_out=r.timed_out, excerpt=r.excerpt, fingerprint=r.fingerprint)
             for r in bad
         )

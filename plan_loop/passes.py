@@ -16,7 +16,16 @@ from plan_loop.agent_oracle import PlanAgent
 from plan_loop.items import items_from_results
 from shared.atomic import file_lock
 from shared.checks import snapshot
-from shared.checks.oracle import EXCERPT_LINES, Check, Result, build_checks, check_limits, fingerprint, run_checks
+from shared.checks.oracle import (
+    EXCERPT_LINES,
+    Check,
+    Result,
+    build_checks,
+    check_limits,
+    fingerprint,
+    run_checks,
+    tamper_results,
+)
 from shared.checks.remote import RemoteChecker
 from shared.checks.snapshot import Limits, Snapshot
 from shared.checks.store import PlanStore
@@ -126,6 +135,14 @@ class PlanService:
         closed_unclaimed = sorted(set(previous.data.get("items", [])) - open_items - claimed)
         return still_open, closed_unclaimed
 
+    def _changed_since_base(self, code_commit: str) -> list[str] | None:
+        """What the tamper scan reads: the files changed since the commit the workspace started from (None: all)."""
+        base = self.code.origin_base(code_commit)
+        try:
+            return self.code.diff_names(base, code_commit) if base else None
+        except GitError:
+            return None
+
     def run_pass(self, *, fresh: bool = False, agent: PlanAgent | None = None) -> PassReport:
         with file_lock(self.ws.role_dir("plan") / "pass.lock", what="a plan pass"):
             return self._run_pass(fresh=fresh, agent=agent)
@@ -156,6 +173,7 @@ class PlanService:
                 results = run_checks(checks, snap, jobs=config.jobs, memo=None if fresh else self.memo,
                                      sandbox_flags=sandbox_flags(self.ws, [snap.scratch]),
                                      limits=check_limits(self.ws.config), remote=remote)  # remote: from the code's
+                results += tamper_results(canon, stored, code_commit, self._changed_since_base(code_commit))
                 code_files = set(stored.files_at(code_commit))  # full history (plan's store is shallow)
                 if agent:
                     agent_items, rejections, judged = agent(canon, snap, unmeasured)

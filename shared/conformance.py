@@ -1,41 +1,39 @@
-"""What measures a requirement's conformance tests, defined once for plan and build.
+"""What measures a requirement's conformance tests, defined once for plan, build and spec's dry run.
 
-A run is judged by per-test outcomes that `shared/testrun.py` writes to a report file as each test ends,
-never by the exit code: the code under test can make its own process exit 0. The tests expected to run
-are read from canon's test files (trusted, in canon) without importing them; an expected test with no
-passing outcome is a failing test, so an early exit fails everything that had not yet passed, and a file
-that fails to import fails every test in it. Each run also carries a canary: a test with a fresh name,
-placed beside canon's tests, that must fail. If the report says it passed, or never ran it while the run
-went on, the code has interfered with the test runner and the whole measurement is void.
+A run is judged by per-test outcomes that `shared/testrun.py` writes to a report channel as each test ends,
+never by the exit code: the code under test can make its own process exit 0. The channel is a pipe that the
+measuring process made for this run (shared/process.py), so no other check can reach it by a path. The tests
+expected to run are read from canon's test files (trusted, in canon) without importing them; an expected test
+with no passing outcome is a failing test, and a file that fails to import fails every test in it.
+
+A run measures nothing (it is void, and every expected test fails) when:
+- the report does not end with pytest's own "finished" line: an early exit, a crash, a kill or a time-out;
+- a line of it is not one the runner writes, it reports a test from a file pytest could not collect, or it
+  overfilled the channel;
+- any of its canaries (must-fail tests hidden among canon's, shared/canaries.py) is reported passing, or one
+  is never reported while its file was collected.
+
+Each run measures its own copy of canon, with the canaries written into it, in a folder of its own that the
+code under test cannot write.
 """
 from __future__ import annotations
 
 import ast
 import json
 import os
-import random
-import secrets
+import shutil
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from shared.canaries import Planted, hide, plant
+from shared.export import remove_tree
+from shared.process import Limits, Outcome, Request
 
 RUNNER = Path(__file__).resolve().with_name("testrun.py")
 VOID_PREFIX = "measurement void"
-
-
-@dataclass(frozen=True)
-class Canary:
-    path: Path
-    node: str  # pytest node id relative to canon's root
-
-    def remove(self) -> None:
-        folder = self.path.parent
-        mode = folder.stat().st_mode
-        folder.chmod(mode | 0o200)
-        try:
-            self.path.unlink(missing_ok=True)
-        finally:
-            folder.chmod(mode)
+REPORT_KEYS = ({"test", "when", "outcome"}, {"collect_error"}, {"finished"})
 
 
 @dataclass(frozen=True)
@@ -44,6 +42,8 @@ class Judgement:
     void: str = ""  # why the whole measurement cannot be believed, or ""
     collect_errors: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    canaries_counted: dict[str, str] = field(default_factory=dict)  # canary -> how pytest's closing line counted it
+    output: str = ""  # the run's output as a person (or the agent) may read it: no trace of the canaries
 
     @property
     def passed(self) -> bool:
@@ -65,6 +65,10 @@ def _base(node: str) -> str:
     return node.split("[", 1)[0]
 
 
+def _file(node: str) -> str:
+    return node.split("::", 1)[0]
+
+
 def expected_tests(canon_dir: Path, nodes: tuple[str, ...]) -> frozenset[str]:
     """The test ids a run of these node ids must report, read from the files' syntax, never imported."""
     expected: set[str] = set()
@@ -74,7 +78,7 @@ def expected_tests(canon_dir: Path, nodes: tuple[str, ...]) -> frozenset[str]:
             continue
         try:
             tree = ast.parse((canon_dir / node).read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, ValueError):
+        except (OSError, SyntaxError, ValueError, RecursionError):
             expected.add(f"{node}::<the whole file>")  # never reported, so it reads as failing
             continue
         found = False
@@ -92,94 +96,142 @@ def expected_tests(canon_dir: Path, nodes: tuple[str, ...]) -> frozenset[str]:
     return frozenset(expected)
 
 
-def plant_canary(canon_dir: Path, nodes: tuple[str, ...]) -> Canary:
-    """A must-fail test with a fresh name, in the folder of the first test file."""
-    folder = canon_dir / Path(nodes[0].split("::", 1)[0]).parent if nodes else canon_dir / "tests"
-    name, function = f"test_{secrets.token_hex(6)}.py", f"test_{secrets.token_hex(6)}"
-    left, right = secrets.randbelow(10**6), 10**6 + secrets.randbelow(10**6)
-    mode = folder.stat().st_mode
-    folder.chmod(mode | 0o200)
-    try:
-        (folder / name).write_text(f"def {function}():\n    assert {left} == {right}\n", encoding="utf-8")
-    finally:
-        folder.chmod(mode)
-    return Canary(folder / name, f"{(folder / name).relative_to(canon_dir)}::{function}")
-
-
-def command(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], report: Path, canary: Canary) -> tuple[str, ...]:
-    """argv of one run: our runner in isolated mode, canon's tests plus the canary at a random place."""
-    targets = [str(canon_dir / node) for node in nodes]
-    targets.insert(random.randrange(len(targets) + 1), str(canon_dir / canary.node))
-    ini = next((canon_dir / n for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg") if (canon_dir / n).is_file()),
-               None)
-    return (sys.executable, "-I", "-B", str(RUNNER), "--report", str(report), "--code", str(code_dir), "--",
-            "-q", "-p", "no:cacheprovider", "--no-header", "--continue-on-collection-errors",
-            f"--rootdir={canon_dir}", f"--confcutdir={canon_dir}",
-            "-c", str(ini) if ini else os.devnull, *targets)
-
-
-def environment(base: dict[str, str]) -> dict[str, str]:
+def environment(base: Mapping[str, str]) -> dict[str, str]:
     """What a conformance run adds to its sandbox's environment."""
     return {**base, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": ""}
 
 
 @dataclass(frozen=True)
 class Run:
-    """One conformance run, ready to start: its argv, and what its report will be judged against."""
+    """One conformance run, ready to start: its argv, its own copy of canon, and what its report is judged against.
+
+    folder/canon  canon with the canaries in it (read-only once planted; the run reads it)
+    folder/tmp    the run's HOME and TMPDIR: the only place it may write"""
 
     argv: tuple[str, ...]
-    report: Path
+    folder: Path
     expected: frozenset[str]
-    canary: Canary
+    planted: Planted
+    canon_dir: Path  # the original, whose paths and line numbers the output is shown with
+    code_dir: Path  # where it runs
 
-    def judge(self) -> Judgement:
-        return judge(self.report, self.expected, self.canary)
+    @property
+    def canon(self) -> Path:
+        return self.folder / "canon"
+
+    @property
+    def scratch(self) -> Path:
+        return self.folder / "tmp"
+
+    def request(self, *, env: Mapping[str, str], timeout: float, limits: Limits | None,
+                wrap: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None) -> Request:
+        """The run as the one subprocess runner takes it, in the code's root: with its report channel, HOME and TMPDIR
+        its own."""
+        own = {**environment(env), "HOME": str(self.scratch), "TMPDIR": str(self.scratch)}
+        return Request(wrap(self.argv) if wrap else self.argv, cwd=self.code_dir, env=own, timeout=timeout, grace=0.5,
+                       limits=limits, report=True)
+
+    def judge(self, outcome: Outcome) -> Judgement:
+        verdict = judge(outcome.report, self.expected, self.planted.nodes)
+        # pytest names canon's files by absolute path, or relative to the code's root where it runs
+        prefixes = [(str(self.canon), str(self.canon_dir)),
+                    (os.path.relpath(self.canon, self.code_dir), os.path.relpath(self.canon_dir, self.code_dir))]
+        shown = hide(outcome.stdout + outcome.stderr, self.planted, prefixes, verdict.canaries_counted)
+        return replace(verdict, output=shown)
 
     def close(self) -> None:
-        self.canary.remove()
+        remove_tree(self.folder)
 
 
-def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], report: Path) -> Run:
-    """Plant the canary and build the argv; the caller runs it (sandboxed, with `environment`), then judges and
-    closes the run."""
-    report.unlink(missing_ok=True)
-    canary = plant_canary(canon_dir, nodes)
-    return Run(command(canon_dir, code_dir, nodes, report, canary), report, expected_tests(canon_dir, nodes), canary)
+def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], folder: Path) -> Run:
+    """Copy canon into folder/canon, plant the canaries there, make folder/tmp; the caller runs `Run.request` (sandboxed
+    to write only folder/tmp), then judges its outcome and closes the run."""
+    remove_tree(folder)
+    folder.mkdir(parents=True)
+    copy = folder / "canon"
+    shutil.copytree(canon_dir, copy, symlinks=True, copy_function=shutil.copyfile)
+    for path in [copy, *copy.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o755)
+    planted = plant(copy, [_file(node) for node in nodes])
+    for path in [*copy.rglob("*"), copy]:
+        if not path.is_symlink():
+            path.chmod(0o555 if path.is_dir() else 0o444)
+    (folder / "tmp").mkdir()
+    return Run(command(copy, code_dir, nodes, planted.nodes), folder, expected_tests(canon_dir, nodes), planted, canon_dir,
+               code_dir)
 
 
-def judge(report: Path, expected: frozenset[str], canary: Canary) -> Judgement:
-    outcomes: dict[str, list[bool]] = {}
+def command(copy: Path, code_dir: Path, nodes: tuple[str, ...], canaries: tuple[str, ...]) -> tuple[str, ...]:
+    """argv of one run: our runner in isolated mode, on the copy's tests and the canaries."""
+    whole_files = {node for node in nodes if "::" not in node}
+    targets = [str(copy / node) for node in nodes]
+    targets += [str(copy / canary) for canary in canaries if _file(canary) not in whole_files]
+    ini = next((copy / n for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg") if (copy / n).is_file()), None)
+    return (sys.executable, "-I", "-B", str(RUNNER), "--code", str(code_dir), "--",
+            "-q", "-p", "no:cacheprovider", "--no-header", "--continue-on-collection-errors",
+            f"--rootdir={copy}", f"--confcutdir={copy}",
+            "-c", str(ini) if ini else os.devnull, *targets)
+
+
+def _read(report: str) -> tuple[dict[str, list[tuple[str, str]]], list[str], int | None, str]:
+    """(phase, outcome) per test, collection errors, pytest's exit status, and what is wrong with the stream ("" if
+    nothing)."""
+    phases: dict[str, list[tuple[str, str]]] = {}
     collect_errors: list[str] = []
     finished: int | None = None
-    try:
-        lines = report.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
+    for number, line in enumerate(report.splitlines(), 1):
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
-            continue
-        if not isinstance(record, dict):
-            continue
+            return phases, collect_errors, finished, f"line {number} of the report is not JSON"
+        if not isinstance(record, dict) or set(record) not in REPORT_KEYS:
+            return phases, collect_errors, finished, f"line {number} of the report is not one the runner writes"
+        if finished is not None:
+            return phases, collect_errors, finished, f"line {number} of the report comes after pytest finished"
         if "collect_error" in record:
             collect_errors.append(str(record["collect_error"]))
         elif "finished" in record:
             finished = record["finished"] if isinstance(record["finished"], int) else -1
-        elif isinstance(record.get("test"), str):
-            ok = record.get("outcome") == "passed"
-            outcomes.setdefault(_base(record["test"]), []).append(ok)
-    canary_seen = outcomes.pop(canary.node, None)
-    results = {node: bool(outcomes.get(node)) and all(outcomes[node]) for node in expected}
+        elif isinstance(record["test"], str):
+            phases.setdefault(_base(record["test"]), []).append((str(record["when"]), str(record["outcome"])))
+    return phases, collect_errors, finished, ""
+
+
+def _counted_as(phases: list[tuple[str, str]]) -> str:
+    """How pytest's closing line counts a test with these phases."""
+    if any(when != "call" and outcome == "failed" for when, outcome in phases):
+        return "error"
+    return next((outcome for when, outcome in phases if when == "call"), "skipped")
+
+
+def judge(report: str | None, expected: frozenset[str], canaries: tuple[str, ...]) -> Judgement:
+    if report is None:
+        return Judgement(dict.fromkeys(expected, False), "the report overfilled its channel, or there was none")
+    phases, collect_errors, finished, malformed = _read(report)
+    seen = {canary: phases.pop(canary, None) for canary in canaries}
+    results = {node: bool(phases.get(node)) and all(outcome == "passed" for _, outcome in phases[node])
+               for node in expected}
+    uncollected = {error for error in collect_errors if "::" not in error}  # whole files pytest could not import
+    passing = [canary for canary, got in seen.items() if got is not None and any(o == "passed" for _, o in got)]
+    missing = [canary for canary, got in seen.items() if got is None and _file(canary) not in uncollected]
+    impossible = [node for node in phases if any(node.startswith(error + "::") for error in collect_errors)]
     void = ""
-    if canary_seen is not None and all(canary_seen):
-        void = (f"the canary test {canary.node}, which must fail, was reported passing: something in the code under "
-                "test changes how pytest reports results")
-    elif canary_seen is None and finished is not None and not collect_errors:
-        # (a collection error stops pytest before any test runs, the canary's too, and every expected test then
-        # fails for want of a passing outcome: nothing can pass unseen, so that run is not void)
-        void = f"the canary test {canary.node} never reported, though the run finished: tests were skipped or hidden"
+    if malformed:
+        void = f"{malformed}: the stream was written by something other than the runner"
+    elif impossible:
+        void = (f"{impossible[0]} was reported, though pytest could not collect what holds it: the stream was written "
+                "by something other than the runner")
+    elif finished is None:
+        void = ("the test process ended before pytest finished (an early exit, a crash, a kill or a time-out): "
+                "a run that did not finish measures nothing")
+    elif passing:
+        void = (f"{len(passing)} of the {len(canaries)} canary tests, which must fail, were reported passing: something "
+                "in the code under test changes how pytest reports results")
+    elif missing:
+        void = f"{len(missing)} of the {len(canaries)} canary tests never reported, though the run finished: tests were " \
+               "skipped or hidden"
     if void:
         results = dict.fromkeys(expected, False)
-    notes = () if finished is not None else ("the test process ended before pytest finished (an early exit or a kill)",)
-    return Judgement(results, void, tuple(collect_errors), notes)
+    counted = {canary: _counted_as(got) for canary, got in seen.items() if got is not None}
+    return Judgement(results, void, tuple(collect_errors), canaries_counted=counted)

@@ -19,9 +19,11 @@ from shared.hardened_git import (  # noqa: F401 - re-exported: callers import th
     GIT_TIMEOUT,
     HARDENED_CONFIG,
     NEUTRAL_ATTRIBUTES,
+    control_files,
     hardened_command,
     hardened_env,
     protect_git_dir,
+    restore_control_files,
 )
 
 IDENTITIES = {
@@ -159,6 +161,25 @@ class GitRepo:
     def blob_ids(self, rev: str) -> dict[str, str]:
         return {path: entry.blob for path, entry in self.tree_entries(rev).items()}
 
+    def blobs(self, ids: list[str]) -> dict[str, bytes]:
+        """The contents of these blobs, read in one `cat-file --batch` (ids that are not blobs are left out)."""
+        if not ids:
+            return {}
+        out = self.command("cat-file", "--batch", input="".join(f"{blob}\n" for blob in ids).encode()).stdout
+        found: dict[str, bytes] = {}
+        at = 0
+        while at < len(out):
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            at = end + 1
+            if len(header) == 3 and header[1] == b"blob":
+                size = int(header[2])
+                found[header[0].decode()] = out[at:at + size]
+                at += size + 1
+            elif len(header) == 3:
+                at += int(header[2]) + 1
+        return found
+
     def files_at(self, rev: str) -> list[str]:
         return sorted(self.tree_entries(rev))
 
@@ -197,6 +218,14 @@ class GitRepo:
 
     def log(self, fmt: str, *args: str) -> str:
         return self._git("log", f"--format={fmt}", *args)
+
+    def origin_base(self, head: str) -> str:
+        """The source's commit build started from: where the clone's origin branch meets head ("" if unknown)."""
+        origin = self.resolve("refs/remotes/origin/HEAD")
+        if not origin:
+            return ""
+        result = self.command("merge-base", origin, head)
+        return result.stdout.decode().strip() if result.returncode == 0 else ""
 
     def diff_names(self, older: str, newer: str) -> list[str]:
         # --no-renames: a rename is its two paths (git diff pairs them by default and names only the new one)
@@ -284,36 +313,13 @@ class GitRepo:
         self._git("read-tree", "-u", "--reset", rev)
         self._git("clean", "-q", "-ffdx")
 
-    CONTROL_FILES = ("config", "info/attributes", "info/exclude", "objects/info/alternates", "commondir", "shallow")
-
     def control_files(self) -> dict[str, bytes | None]:
         """The git directory's files that steer git: what the guards restore if anything but build changed them."""
-        found: dict[str, bytes | None] = {}
-        for name in self.CONTROL_FILES:
-            try:
-                found[name] = (self.git_dir / name).read_bytes()
-            except OSError:
-                found[name] = None
-        return found
+        return control_files(self.git_dir)
 
     def restore_control_files(self, saved: dict[str, bytes | None]) -> list[str]:
         """Put the control files back as saved; returns the ones that had changed."""
-        changed = []
-        for name, content in saved.items():
-            path = self.git_dir / name
-            try:
-                current: bytes | None = path.read_bytes()
-            except OSError:
-                current = None
-            if current == content:
-                continue
-            changed.append(name)
-            if content is None:
-                path.unlink(missing_ok=True)
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(content)
-        return changed
+        return restore_control_files(self.git_dir, saved)
 
     # writing -----------------------------------------------------------------------------------
     def hash_files(self, paths: list[str]) -> dict[str, Entry]:

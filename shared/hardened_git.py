@@ -114,3 +114,37 @@ def protect_git_dir(git_dir: Path) -> None:
     target = info / "attributes"
     if not target.exists() or target.read_text() != NEUTRAL_ATTRIBUTES:
         target.write_text(NEUTRAL_ATTRIBUTES)
+
+
+CONTROL_FILES = ("config", "info/attributes", "info/exclude", "objects/info/alternates", "commondir", "shallow")
+
+
+def control_files(git_dir: Path) -> dict[str, bytes | None]:
+    """The git directory's files that steer git, as they are now (None: absent)."""
+    found: dict[str, bytes | None] = {}
+    for name in CONTROL_FILES:
+        try:
+            found[name] = (git_dir / name).read_bytes()
+        except OSError:
+            found[name] = None
+    return found
+
+
+def restore_control_files(git_dir: Path, saved: dict[str, bytes | None]) -> list[str]:
+    """Put the control files back as saved; returns the ones that had changed."""
+    changed = []
+    for name, content in saved.items():
+        path = git_dir / name
+        try:
+            current: bytes | None = path.read_bytes()
+        except OSError:
+            current = None
+        if current == content:
+            continue
+        changed.append(name)
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+    return changed

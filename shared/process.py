@@ -14,6 +14,7 @@ Output is read from pipes and only its tail is kept, so a child that prints fore
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import secrets
@@ -24,7 +25,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,8 @@ from shared.cgroups import Cgroup, size_text
 from shared.reaping import REAP_TAG, become_subreaper, collect_orphans, stop_everything  # noqa: F401 (re-exported)
 
 OUTPUT_LIMIT = 1_000_000  # bytes kept per stream; the tail is what matters for a failure
+REPORT_LIMIT = 8_000_000  # bytes of a report channel; past it the run is stopped and its report is None
+REPORT_FD_ENV = "BANACH_REPORT_FD"  # the descriptor number of the report channel, in the child's environment
 CAP_CHECK_EVERY = 0.1  # seconds between reads of the cgroup's counters while the child runs
 # The child stops itself before exec, so that it is in its cgroup and under its file size limit before
 # it runs one instruction of its own; the parent moves it and then sends SIGCONT. A shell and not a
@@ -57,6 +60,7 @@ class Request:
     timeout: float = 60.0
     grace: float = 1.0  # seconds between SIGINT, SIGTERM and SIGKILL
     limits: Limits | None = None  # None: no cgroup, no limits (cheap children such as git)
+    report: bool = False  # hand the child a report channel: a pipe only it and we hold, named by REPORT_FD_ENV
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class Outcome:
     cancelled: bool = False
     capped: str = ""  # which limit it hit ("output over 10 MiB"), or ""
     halted: bool = False  # stopped because the caller's halt event was set (the gateway saw a limit or a spent budget)
+    report: str | None = None  # what the child wrote to its report channel (None: it had none, or overfilled it)
 
     @property
     def ok(self) -> bool:
@@ -147,17 +152,28 @@ class _Watch:
     proc: subprocess.Popen[bytes]
     keep: int
     output_cap: int | None
+    report_fd: int | None = None  # our end of the child's report channel
     streams: dict[int, _Tail] = field(default_factory=dict)
     over_output: bool = False
+    report: bytearray = field(default_factory=bytearray)
+    over_report: bool = False
 
     def __post_init__(self) -> None:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self.streams = {self.proc.stdout.fileno(): _Tail(self.keep), self.proc.stderr.fileno(): _Tail(self.keep)}
 
+    @property
+    def fds(self) -> list[int]:
+        return [*self.streams, *([self.report_fd] if self.report_fd is not None else [])]
+
     def read(self, poller: select.poll, fd: int) -> None:
         chunk = os.read(fd, 65536)
         if not chunk:
             poller.unregister(fd)
+            return
+        if fd == self.report_fd:
+            self.report += chunk
+            self.over_report = self.over_report or len(self.report) > REPORT_LIMIT
             return
         self.streams[fd].add(chunk)
         if self.output_cap is not None and sum(s.total for s in self.streams.values()) > self.output_cap:
@@ -165,7 +181,7 @@ class _Watch:
 
     def pump(self, poller: select.poll) -> bool:
         """Read what is ready now, without waiting; False when nothing was."""
-        ready = [fd for fd, _ in poller.poll(0) if fd in self.streams]
+        ready = [fd for fd, _ in poller.poll(0) if fd in self.fds]
         for fd in ready:
             self.read(poller, fd)
         return bool(ready)
@@ -178,6 +194,11 @@ class _Watch:
 
     def text(self, which: int) -> str:
         return list(self.streams.values())[which].text()
+
+    def report_text(self) -> str | None:
+        if self.report_fd is None or self.over_report:
+            return None
+        return self.report.decode("utf-8", errors="replace")
 
 
 def run(request: Request, *, reap_orphans: bool = False, cancel: threading.Event | None = None,
@@ -213,15 +234,27 @@ def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: th
         stdin_file.seek(0)
         started = time.time()
         clock = time.monotonic()
+        # The report channel is a pipe, never a path: no other process can open it by name, swap it for a FIFO, or
+        # reach a sibling's; only the child and what it starts hold the writing end.
+        ours, theirs = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK) if request.report else (None, None)
+        if theirs is not None:
+            os.set_blocking(theirs, True)
+            env[REPORT_FD_ENV] = str(theirs)
         try:
             proc = subprocess.Popen(argv, cwd=request.cwd, env=env, stdin=stdin_file, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True)
+                                    stderr=subprocess.PIPE, start_new_session=True,
+                                    pass_fds=(theirs,) if theirs is not None else ())
         except OSError as exc:
+            for fd in (ours, theirs):
+                if fd is not None:
+                    os.close(fd)
             return Outcome(request.argv, 127, "", f"cannot start {request.argv[0]}: {exc}", started, 0.0, False, 0)
-        with proc:
-            watch = _Watch(proc, keep, limits.output_bytes if limits else None)
+        if theirs is not None:
+            os.close(theirs)
+        with proc, _closing(ours):
+            watch = _Watch(proc, keep, limits.output_bytes if limits else None, ours)
             poller = select.poll()
-            for fd in watch.streams:
+            for fd in watch.fds:
                 poller.register(fd, select.POLLIN)
             pidfd = _pidfd(proc.pid)
             if pidfd is not None:
@@ -245,7 +278,7 @@ def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: th
                         break
                     for fd, _ in events:
                         watch.read(poller, fd)
-                    if watch.over_output:
+                    if watch.over_output or watch.over_report:
                         break
                     now = time.monotonic()
                     if cgroup is not None and now >= next_check:
@@ -284,7 +317,17 @@ def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: th
                 cancelled=cancelled,
                 capped=capped,
                 halted=halted,
+                report=watch.report_text(),
             )
+
+
+@contextlib.contextmanager
+def _closing(fd: int | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _capped(watch: _Watch, cgroup: Cgroup | None, limits: Limits | None, returncode: int) -> str:
@@ -293,6 +336,8 @@ def _capped(watch: _Watch, cgroup: Cgroup | None, limits: Limits | None, returnc
     reasons = []
     if watch.over_output and limits.output_bytes is not None:
         reasons.append(f"output over {size_text(limits.output_bytes)}")
+    if watch.over_report:
+        reasons.append(f"report over {size_text(REPORT_LIMIT)}")
     if cgroup is not None and (counted := cgroup.capped()):
         reasons.append(counted)
     # SIGXFSZ kills a program that does not handle it; one that ignores it (Python does) gets EFBIG and

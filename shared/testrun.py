@@ -1,13 +1,16 @@
 """Run canon's conformance tests and report each test's outcome outside the exit code.
 
-    python -I /path/to/shared/testrun.py --report FILE --code DIR -- PYTEST_ARGS...
+    BANACH_REPORT_FD=N python -I /path/to/shared/testrun.py --code DIR -- PYTEST_ARGS...
 
 Started by absolute path in isolated mode (-I): neither the working directory, nor PYTHONPATH, nor this
 file's folder is on sys.path, so nothing in the work tree can stand in for pytest or for this runner. The
-report file is opened before pytest is imported and before any code under test is, and a line is written
-and flushed as each test ends, so an early exit (os._exit(0) from the code) cannot turn a failure into a
-pass: a test with no line is a test that did not pass. Only then is the code put first on sys.path, so the
-project's own modules (even ones named `shared`, `canon` or `pytest`) are what its tests import.
+report goes to descriptor N, a pipe the measuring process made for this run alone (shared/process.py): no
+path names it, so no other check, and nothing outside this process, can write it or swap it. The process
+makes itself non-dumpable first, so that other processes of its user cannot open its descriptors through
+/proc either. A line is written and flushed as each test ends, and the last line says pytest finished; a
+run without that line measures nothing (shared/conformance.py). Only then is the code put first on
+sys.path, so the project's own modules (even ones named `shared`, `canon` or `pytest`) are what its tests
+import.
 
 This file imports nothing from Banach: in this process Banach's packages must neither shadow the
 project's nor be shadowed by them.
@@ -15,8 +18,19 @@ project's nor be shadowed by them.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import IO, Any
+
+REPORT_FD_ENV = "BANACH_REPORT_FD"  # shared.process.REPORT_FD_ENV (this file imports nothing of Banach's)
+PR_SET_DUMPABLE = 4
+
+
+def _not_dumpable() -> None:
+    """No other process of this user may ptrace this one or open its /proc/PID/fd, mem or environ."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 class Reporter:
@@ -43,12 +57,18 @@ class Reporter:
 
 def main(argv: list[str]) -> int:
     if "--" not in argv:
-        print("usage: python -I testrun.py --report FILE --code DIR -- PYTEST_ARGS", file=sys.stderr)
+        print("usage: BANACH_REPORT_FD=N python -I testrun.py --code DIR -- PYTEST_ARGS", file=sys.stderr)
         return 2
+    _not_dumpable()
     split = argv.index("--")
     options, pytest_args = argv[:split], argv[split + 1:]
     values = {options[i]: options[i + 1] for i in range(0, len(options) - 1, 2)}
-    channel = open(values["--report"], "a", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+    descriptor = os.environ.pop(REPORT_FD_ENV, "")
+    if not descriptor.isdigit():
+        print(f"testrun: no report channel ({REPORT_FD_ENV} is not set); nothing can be measured", file=sys.stderr)
+        return 2
+    os.set_inheritable(int(descriptor), False)  # the tests' own subprocesses do not get it
+    channel = os.fdopen(int(descriptor), "w", encoding="utf-8")  # held open for the whole run
     import pytest  # before the code is on sys.path: a project's pytest.py cannot stand in for it
 
     code = values.get("--code")

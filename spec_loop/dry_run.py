@@ -54,7 +54,6 @@ _MISSING_FILE = (
 )
 _COLLECT_BLOCK = re.compile(r"^_+ ERROR collecting (\S+) _+$(.*?)(?=^_+ |^=+ |\Z)", re.M | re.S)
 _RAISED = re.compile(r"^E\s+(\w+(?:\.\w+)*): (.*)$", re.M)
-_CANARY = re.compile(r"test_[0-9a-f]{12}\b")
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _CANNOT_IMPORT = re.compile(r"cannot import name '[^']+' from '([^']+)'(?: \(([^)]+)\))?")
 _FRAME = re.compile(r"^(\S+\.py):\d+: in ", re.M)
@@ -191,7 +190,7 @@ def _tests_cannot_run(output: str, req: Requirement, snap: snapshot.Snapshot, kn
     if "<no test found>" in output or "<the whole file>" in output:
         return "no tests ran: a file it names defines no test pytest collects"
     counts = _summary_counts(output)
-    ran = sum(counts.get(kind, 0) for kind in ("passed", "failed", "xfailed", "xpassed")) - 1  # less Banach's canary
+    ran = sum(counts.get(kind, 0) for kind in ("passed", "failed", "xfailed", "xpassed"))  # canaries are not counted
     if counts and ran <= 0 and not counts.get("error") and not counts.get("errors"):
         return ("no tests ran: all of its tests were skipped or not collected. A conformance test that skips "
                 "measures nothing: make it fail until the code has what it needs")
@@ -292,14 +291,8 @@ def _shown_path(frame: str, snap: snapshot.Snapshot) -> str:
 
 
 def _shown_output(result: Result) -> str:
-    """The output, less Banach's canary test (it fails by design, and would only confuse)."""
-    kept, skipping = [], False
-    for line in result.excerpt.splitlines():
-        if line.startswith(("_", "=")):
-            skipping = bool(_CANARY.search(line)) and line.startswith("_")
-        if not skipping and not _CANARY.search(line) and not line.startswith("measurement void"):
-            kept.append(line)
-    return "\n".join(kept)
+    """The output (shared.conformance already took Banach's canaries out of it), less the void line."""
+    return "\n".join(line for line in result.excerpt.splitlines() if not line.startswith("measurement void"))
 
 
 def _indented(output: str) -> str:

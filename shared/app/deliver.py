@@ -109,7 +109,7 @@ def deliver(ws: Workspace, *, target: Path | None, branch: str, with_tests: bool
     previous = repo.resolve(ref)
     _check_not_checked_out(repo, ref, branch)
     _fetch(repo, code, head)
-    base = _base(code, head)
+    base = code.origin_base(head)
     governed, other = governed_commits(ws, code, base, head)
     canon_store = CanonStore(ws.canon)
     canon = canon_store.load()
@@ -183,15 +183,6 @@ def _fetch(repo: GitRepo, code: GitRepo, head: str) -> None:
     if result.returncode != 0:
         raise GitError(f"cannot fetch {head[:12]} from {code.git_dir} into {repo.path}:\n"
                        f"{result.stderr.decode(errors='replace').strip()}")
-
-
-def _base(code: GitRepo, head: str) -> str:
-    """The source's commit build started from: where the clone's origin branch meets the result ("" if unknown)."""
-    origin = code.resolve("refs/remotes/origin/HEAD")
-    if not origin:
-        return ""
-    result = code.command("merge-base", origin, head)
-    return result.stdout.decode().strip() if result.returncode == 0 else ""
 
 
 def governed_commits(ws: Workspace, code: GitRepo, base: str, head: str) -> tuple[tuple[GovernedCommit, ...],

@@ -1,7 +1,9 @@
 """The computational oracle: every check and conformance test of canon V, run against a clean snapshot of C.
 
-Checks run in parallel up to the core count, each with a time budget and narrowed to writing only the
-snapshot. A timed-out check fails with a constant fingerprint, so it can never read as progress.
+Checks run in parallel up to the core count, each a fresh process with a time budget, writing only a folder
+of its own (with Landlock: in a domain of its own, so that no check can write, read or trace another's run).
+A timed-out check fails with a constant fingerprint, so it can never read as progress. The tamper scan
+(shared/tamper.py) of the files changed since the workspace's start is a failing result of its own.
 
 Memo: a check's result is reused when its key matches. The key covers exactly what the check reads:
 the command (or the node ids), its time budget, the code (the tree id of C, or, when the requirement
@@ -18,10 +20,11 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from canon.model import Canon, Requirement
 from canon.scope import matches
-from shared import conformance
+from shared import conformance, tamper
 from shared.checks.snapshot import Snapshot
 from shared.config import Config
 from shared.git import GitRepo
@@ -101,11 +104,23 @@ class _Prepared:
     conformance: conformance.Run | None = None
 
 
-def _prepare(check: Check, snapshot: Snapshot, limits: Limits | None) -> _Prepared:
+def _confined(argv: tuple[str, ...], writable: Path, hidden: list[Path]) -> tuple[str, ...]:
+    """A check's own Landlock domain inside the runner's: it writes only its folder, reads none of `hidden`, and
+    cannot signal or trace its sibling checks (Landlock lets a process trace only its own domain and those below)."""
+    from shared.isolation.sandbox import landlock_features
+
+    flags = ["--write", str(writable)]
+    for path in hidden:
+        flags += ["--hide", str(path)]
+    scope = ["--scope"] if landlock_features()["scopes"] else []
+    return (sys.executable, "-I", "-m", "shared.isolation.sandbox", *flags, *scope, "--", *argv)
+
+
+def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | None, sandboxed: bool,
+             siblings: list[Path]) -> _Prepared:
+    """folder: this check's own, beside its siblings' (each check reads none of theirs when sandboxed)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(snapshot.scratch),
-        "TMPDIR": str(snapshot.scratch),
         "LANG": os.environ.get("LANG", "C.UTF-8"),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": str(snapshot.code),
@@ -113,21 +128,27 @@ def _prepare(check: Check, snapshot: Snapshot, limits: Limits | None) -> _Prepar
         "BANACH_CODE": str(snapshot.code),
         "BANACH_PYTHON": sys.executable,
     }
+    others = [sibling for sibling in siblings if sibling != folder]
     if check.identity != "tests":
-        return _Prepared(Request(check.argv, cwd=snapshot.code, env=env, timeout=check.timeout, grace=0.5, limits=limits))
-    reports = snapshot.scratch / "reports"
-    reports.mkdir(exist_ok=True)
-    measured = conformance.prepare(snapshot.canon, snapshot.code, check.argv, reports / f"{check.memo_key[:24]}.jsonl")
-    return _Prepared(Request(measured.argv, cwd=snapshot.code, env=conformance.environment(env), timeout=check.timeout,
-                             grace=0.5, limits=limits), measured)
+        scratch = folder / "tmp"
+        scratch.mkdir(parents=True)
+        argv = _confined(check.argv, scratch, others) if sandboxed else check.argv
+        return _Prepared(Request(argv, cwd=snapshot.code, env={**env, "HOME": str(scratch), "TMPDIR": str(scratch)},
+                                 timeout=check.timeout, grace=0.5, limits=limits))
+    measured = conformance.prepare(snapshot.canon, snapshot.code, check.argv, folder)
+    wrap = (lambda argv: _confined(argv, measured.scratch, [snapshot.canon, *others])) if sandboxed else None
+    return _Prepared(measured.request(env=env, timeout=check.timeout, limits=limits, wrap=wrap),
+                     measured)
 
 
 def _result(check: Check, outcome: Outcome, prepared: _Prepared) -> Result:
     output = (outcome.stdout + outcome.stderr).strip()
-    excerpt = "\n".join(output.splitlines()[-EXCERPT_LINES:])
     passed = outcome.ok
-    if prepared.conformance is not None:
-        verdict = prepared.conformance.judge()
+    verdict = prepared.conformance.judge(outcome) if prepared.conformance is not None else None
+    if verdict is not None:
+        output = verdict.output.strip()  # without the canaries: this reaches fix_plan, prompts and people
+    excerpt = "\n".join(output.splitlines()[-EXCERPT_LINES:])
+    if verdict is not None:
         passed = verdict.passed and not outcome.timed_out
         if not verdict.passed:
             excerpt = verdict.summary() + "\n" + excerpt
@@ -136,6 +157,25 @@ def _result(check: Check, outcome: Outcome, prepared: _Prepared) -> Result:
         excerpt = f"(killed after {check.timeout:g}s)\n" + excerpt
     return Result(check, passed, None if outcome.timed_out else outcome.returncode, outcome.timed_out, excerpt,
                   fingerprint(output, outcome.timed_out), outcome.duration, False)
+
+
+def tamper_results(canon: Canon, code: GitRepo, commit: str, changed: list[str] | None) -> list[Result]:
+    """The tamper scan (shared/tamper.py) of the Python files in `changed` at commit (None: every file), one failing
+    Result per requirement whose files have hits it does not allow. A file no requirement owns is no agent's (the
+    fence keeps every turn inside its item's scope): a person's code, left to the person."""
+    blobs = code.blob_ids(commit)
+    paths = sorted(blobs if changed is None else set(changed) & set(blobs))
+    contents = code.blobs(sorted({blobs[path] for path in paths if path.endswith((".py", ".pyw", ".pth"))}))
+    hits = tamper.scan({path: contents[blobs[path]] for path in paths if blobs[path] in contents})
+    results = []
+    for req in sorted(canon.requirements.values(), key=lambda r: r.id):
+        mine = [str(hit) for hit in tamper.unallowed(hits, canon, (req.id,)) if req.paths and matches(hit.path, req.paths)]
+        if mine:
+            check = Check(req.id, "tamper", (), "tamper scan", 0.0, "")
+            excerpt = "the tamper scan found what code under test has no business doing (allow a kind with `allows:` " \
+                      "in canon if it is meant):\n" + "\n".join(mine[:EXCERPT_LINES])
+            results.append(Result(check, False, None, False, excerpt, fingerprint("\n".join(mine), False), 0.0, False))
+    return results
 
 
 def check_limits(config: Config) -> Limits:
@@ -184,8 +224,11 @@ def run_checks(
     limits: Limits | None = None,
     remote: Callable[[list[Check]], list[Result]] | None = None,
 ) -> list[Result]:
-    """sandbox_flags: the Landlock wrapper's flags (the checks then run in one sandboxed runner), or None.
-    remote: runs the checks the memo did not answer somewhere else (a Ray node, shared/checks/remote.py)."""
+    """sandbox_flags: the Landlock wrapper's flags (the checks then run in one sandboxed runner, each check in a
+    Landlock domain of its own inside it), or None.
+    remote: runs the checks the memo did not answer somewhere else (a Ray node, shared/checks/remote.py).
+    Every check has a folder of its own under the snapshot's scratch (its HOME and TMPDIR; for conformance tests
+    also its copy of canon with the canaries): no check can write, or find by a path, another's record."""
     results: dict[int, Result] = {}
     todo: list[tuple[int, Check]] = []
     for index, check in enumerate(checks):
@@ -202,8 +245,11 @@ def run_checks(
         todo_here: list[tuple[int, Check]] = []
     else:
         todo_here = todo
-    prepared = [_prepare(check, snapshot, limits) for _, check in todo_here]
+    folders = [snapshot.scratch / "checks" / f"{number}-{check.memo_key[:12]}" for number, (_, check) in enumerate(todo_here)]
+    prepared: list[_Prepared] = []
     try:
+        for (_, check), folder in zip(todo_here, folders, strict=True):
+            prepared.append(_prepare(check, snapshot, folder, limits, sandbox_flags is not None, folders))
         if todo_here and sandbox_flags is not None:
             ran = _run_sandboxed([c for _, c in todo_here], prepared, snapshot, workers, sandbox_flags, limits)
             for (index, _), result in zip(todo_here, ran, strict=True):

@@ -18,14 +18,14 @@ from shared.process import Limits, Outcome, Request, run
 
 def encode_requests(requests: list[Request]) -> str:
     return json.dumps([{"argv": list(r.argv), "cwd": str(r.cwd), "env": dict(r.env), "timeout": r.timeout, "grace": r.grace,
-                        "limits": dataclasses.asdict(r.limits) if r.limits is not None else None}
+                        "limits": dataclasses.asdict(r.limits) if r.limits is not None else None, "report": r.report}
                        for r in requests])
 
 
 def _request(row: dict[str, Any]) -> Request:
     limits = row.get("limits")
     return Request(tuple(row["argv"]), Path(row["cwd"]), row["env"], "", row["timeout"], row["grace"],
-                   Limits(**limits) if limits is not None else None)
+                   Limits(**limits) if limits is not None else None, bool(row.get("report")))
 
 
 def decode_outcomes(text: str, requests: list[Request]) -> list[Outcome]:
@@ -36,7 +36,8 @@ def decode_outcomes(text: str, requests: list[Request]) -> list[Outcome]:
     if not isinstance(rows, list) or len(rows) != len(requests):
         raise ValueError("it returned a different number of outcomes than it was given checks")
     return [Outcome(tuple(r["argv"]), r["returncode"], r["stdout"], r["stderr"], r["started"], r["duration"],
-                    r["timed_out"], r["reaped"], r.get("cancelled", False), r.get("capped", "")) for r in rows]
+                    r["timed_out"], r["reaped"], r.get("cancelled", False), r.get("capped", ""), False, r.get("report"))
+            for r in rows]
 
 
 def _flag_values(argv: list[str], flag: str) -> list[str]:
@@ -44,7 +45,9 @@ def _flag_values(argv: list[str], flag: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    from shared.isolation.sandbox import landlock_features, restrict_writes
+    from shared.isolation.sandbox import landlock_features, not_dumpable, restrict_writes
+
+    not_dumpable()  # it holds every check's report channel: no check may open them through /proc/PID/fd
 
     jobs = int((_flag_values(argv, "--jobs") or ["1"])[0])
     writable = [Path(p) for p in _flag_values(argv, "--write")]

@@ -76,6 +76,9 @@ def cgroup_parents() -> tuple[Path, ...]:
 def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = ()) -> Enforcement:
     """Called first thing by each loop, before any thread starts. agent_state: where build's agent CLIs keep
     their own state; build keeps it writable only so that its agents inherit it."""
+    from shared.isolation.sandbox import not_dumpable
+
+    not_dumpable()  # whatever the backend: no child of the same user opens this loop's descriptors through /proc
     backend = ws.config.isolation.backend
     paths = writable_paths(ws, role)
     for path in paths:
@@ -115,19 +118,21 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
                                          "other roles' keys and the supervisor credentials unreadable")
 
 
-def sandbox_flags(ws: Workspace, writable: list[Path]) -> list[str] | None:
-    """The Landlock wrapper's flags for a child writing only `writable`, the keys and the supervisor's credentials
-    hidden; None without Landlock."""
+def sandbox_flags(ws: Workspace, writable: list[Path], hidden: list[Path] | None = None) -> list[str] | None:
+    """The Landlock wrapper's flags for a child writing only `writable`, the keys, the supervisor's credentials and
+    `hidden` unreadable; None without Landlock."""
     if ws.config.isolation.backend != "landlock":
         return None
     # The whole supervisor folder: the agent needs none of it, and its config holds the socket's password.
     flags = ["--hide", str(ws.keys_dir), "--hide", str(ws.supervisor_dir)]
+    for path in hidden or []:
+        flags += ["--hide", str(path)]
     for path in writable:
         flags += ["--write", str(path)]
     return flags
 
 
-def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *,
+def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, hidden: list[Path] | None = None,
                  gateway_relay: tuple[Path, int] | None = None) -> tuple[str, ...]:
     """Wrap a child's argv so that it runs with writes narrowed to `writable`, the receipt keys unreadable, and no
     signals or abstract unix sockets to processes outside where the kernel has scopes (landlock backend only).
@@ -137,7 +142,7 @@ def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *,
     nothing else is reachable (shared/isolation/netrelay.py). It needs the wrapper, so another backend is refused for it."""
     from shared.isolation.sandbox import landlock_features
 
-    flags = sandbox_flags(ws, writable)
+    flags = sandbox_flags(ws, writable, hidden)
     if flags is None:
         if gateway_relay is not None:
             raise IsolationError(f"the gateway-only network is made by the Landlock wrapper, but isolation.backend is "

@@ -45,6 +45,7 @@ NO_LANDLOCK = ("this kernel has no Landlock (needs Linux >= 5.13 on x86_64 or aa
 # create_ruleset, add_rule, restrict_self: the generic syscall table, shared by x86_64 and aarch64
 _SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_DUMPABLE = 4
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
 
@@ -92,6 +93,13 @@ def _call(name: str, *args: object) -> int:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
     return result
+
+
+def not_dumpable() -> None:
+    """No process of the same user (without CAP_SYS_PTRACE) may trace this one or open its /proc/PID/fd, mem or
+    environ: a loop's descriptors (report channels, journals) and memory stay its own. Linux only; a no-op elsewhere."""
+    if sys.platform.startswith("linux"):
+        _call("prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def _syscall(index: int, *args: object) -> int:

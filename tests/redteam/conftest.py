@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from plan_loop.passes import PlanService
+from shared.tamper import KINDS
 from shared.workspace import Workspace
 from spec_loop.draft import Draft
 from spec_loop.service import SpecService
@@ -18,10 +19,19 @@ from tests.helpers.workspaces import example, set_config
 @pytest.fixture(scope="session")
 def wide_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example with TK-1's write scope widened to the whole tree, so planted files survive the fence
-    and reach the sensors and plan: the hardest case for every class but the fence's own."""
+    and reach the sensors and plan, and every kind of the tamper scan allowed, so that each defence behind
+    it is tried on its own: the hardest case for every class but the fence's own and the scan's."""
     ws = example(tmp_path_factory.mktemp("wide"))
+    allow_tampering(ws, paths="**")
+    return ws.root
+
+
+def allow_tampering(ws: Workspace, *, paths: str = "textkit/slug.py") -> None:
+    """TK-1 allows every kind of the tamper scan (and writes `paths`) as a person would say it in canon, then plan
+    measures again: the test then tries what the measurement does with code the scan would have stopped."""
     document = (ws.canon / "requirements" / "textkit.md").read_text()
-    document = document.replace("paths: textkit/slug.py\n", "paths: **\n", 1)
+    allowed = ", ".join(kind for kind in KINDS if kind != "unreadable")
+    document = document.replace("paths: textkit/slug.py\n", f"paths: {paths}\nallows: {allowed}\n", 1)
     spec = SpecService(ws)
     with spec.locked():
         decision = spec.decide(Draft("textkit.md", "requirements/textkit.md", document.encode()), source="test")
@@ -32,7 +42,6 @@ def wide_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         service.measure()
     finally:
         service.close()
-    return ws.root
 
 
 def _copy(template: Path, target: Path, backend: str) -> Workspace:

@@ -15,7 +15,7 @@ from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.helpers.processes import alive
 from tests.helpers.workspaces import HELPERS, cli, git
-from tests.redteam.conftest import pwned
+from tests.redteam.conftest import allow_tampering, pwned
 
 HOSTILE = HELPERS / "agents" / "hostile"
 
@@ -106,19 +106,28 @@ def test_the_fence_sees_what_git_does_not_show(measured: Workspace) -> None:
 
 
 # class 5 -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("scan", ["scanned", "allowed"])
 @pytest.mark.parametrize("script", ["early_exit.py", "patched_runner.py"])
-def test_a_forged_test_run_is_not_progress(measured: Workspace, script: str) -> None:
+def test_a_forged_test_run_is_not_progress(measured: Workspace, script: str, scan: str) -> None:
+    """Twice: the tamper scan stops the turn first; with every kind allowed in canon, the measurement voids it."""
+    if scan == "allowed":
+        allow_tampering(measured)
     start = git(measured.code, "rev-parse", "HEAD")
     data = turn(measured, script)
     assert data["decision"] == "rollback", data
     assert git(measured.code, "rev-parse", "HEAD") == start
-    if script == "patched_runner.py":
+    if scan == "scanned":
+        assert "the tamper scan" in str(data["reason"]) and "textkit/slug.py:" in str(data["reason"]), data
+    else:
         assert "measurement void" in str(data["excerpt"])
 
 
+@pytest.mark.parametrize("scan", ["scanned", "allowed"])
 @pytest.mark.parametrize("script", ["early_exit.py", "patched_runner.py"])
-def test_plan_never_certifies_a_forged_test_run(measured: Workspace, script: str) -> None:
+def test_plan_never_certifies_a_forged_test_run(measured: Workspace, script: str, scan: str) -> None:
     """The cheat lands as a person's commit would (build never keeps it); plan is the judge of record."""
+    if scan == "allowed":
+        allow_tampering(measured)
     prompt = measured.state / "build" / "prompt-for-plant.md"
     prompt.parent.mkdir(parents=True, exist_ok=True)
     prompt.write_text("Requirements: TK-1\n")
@@ -131,8 +140,9 @@ def test_plan_never_certifies_a_forged_test_run(measured: Workspace, script: str
     assert "CERTIFIED" not in result.stdout, result.stdout
     plan = json.loads(measured.fix_plan_json.read_text())
     assert "TK-1" in {r for item in plan["items"] for r in item["requirements"]}
-    if script == "patched_runner.py":
-        assert "MEASUREMENT VOID for TK-1" in result.stdout, result.stdout
+    evidence = [e for item in plan["items"] if "TK-1" in item["requirements"] for e in item["evidence"]]
+    assert any(e["check"] == "tamper scan" for e in evidence) == (scan == "scanned"), evidence
+    assert "MEASUREMENT VOID for TK-1" in result.stdout, result.stdout  # both cheats: no finish, or a canary passing
 
 
 # class 6 -----------------------------------------------------------------------------------------

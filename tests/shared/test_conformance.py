@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from shared import conformance
+from shared.canaries import COUNT
 from shared.process import Request, run
 
 PASSING = "def test_one():\n    assert True\n\n\ndef test_two():\n    assert 1 + 1 == 2\n"
@@ -26,13 +27,13 @@ def project(tmp: Path, files: dict[str, str], tests: dict[str, str]) -> tuple[Pa
 
 
 def measure(code: Path, canon: Path, nodes: tuple[str, ...], tmp: Path) -> conformance.Judgement:
-    measured = conformance.prepare(canon, code, nodes, tmp / "report.jsonl")
+    measured = conformance.prepare(canon, code, nodes, tmp / "run")
     try:
-        run(Request(measured.argv, cwd=code, env=conformance.environment({"PATH": "/usr/bin:/bin"}), timeout=120))
+        outcome = run(measured.request(env={"PATH": "/usr/bin:/bin"}, timeout=120, limits=None))
     finally:
         measured.close()
-    assert not measured.canary.path.exists()
-    return measured.judge()
+    assert not measured.folder.exists()
+    return measured.judge(outcome)
 
 
 def test_every_expected_test_is_judged_by_its_own_outcome(tmp_path: Path) -> None:
@@ -53,6 +54,8 @@ def test_an_early_exit_with_code_0_fails_what_did_not_pass(tmp_path: Path) -> No
     verdict = measure(code, canon, ("tests/test_a.py", "tests/test_b.py"), tmp_path)
     assert verdict.results["tests/test_b.py::test_second"] is False
     assert not verdict.passed
+    assert "before pytest finished" in verdict.void  # no finish, no verdict: test_first's pass counts for nothing
+    assert verdict.results["tests/test_a.py::test_first"] is False
     plain = run(Request(("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(canon / "tests")), cwd=code,
                         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"}))
     assert plain.returncode == 0  # the control: an exit-code judge calls it a pass
@@ -117,3 +120,22 @@ def test_a_node_id_or_a_whole_file(tmp_path: Path, node: str) -> None:
     verdict = measure(code, canon, (node,), tmp_path)
     assert verdict.passed
     assert set(verdict.results) == ({node} if "::" in node else {"tests/test_b.py::test_one", "tests/test_b.py::test_two"})
+
+
+def test_what_a_person_reads_has_no_trace_of_the_canaries(tmp_path: Path) -> None:
+    tests = "from lib import f\n\n\ndef test_good():\n    assert f() == 2\n\n\ndef test_bad():\n    assert f() == 3\n"
+    code, canon = project(tmp_path, {"lib.py": "def f():\n    return 2\n"}, {"tests/test_lib.py": tests})
+    measured = conformance.prepare(canon, code, ("tests/test_lib.py",), tmp_path / "run")
+    try:
+        outcome = run(measured.request(env={"PATH": "/usr/bin:/bin"}, timeout=120, limits=None))
+        planted = (measured.canon / "tests" / "test_lib.py").read_text()
+    finally:
+        measured.close()
+    verdict = measured.judge(outcome)
+    names = [node.rsplit("::", 1)[1] for node in measured.planted.nodes]
+    assert len(names) == COUNT and all(f"def {name}(" in planted for name in names)
+    assert all(name in outcome.stdout for name in names)  # the control: pytest did run and report them
+    assert not any(name in verdict.output for name in names), verdict.output
+    assert "1 failed, 1 passed" in verdict.output  # the closing counts are canon's alone
+    assert "test_lib.py:9: AssertionError" in verdict.output  # test_bad's line in canon's file, not in the copy
+    assert str(measured.canon) not in verdict.output and "run/canon" not in verdict.output
