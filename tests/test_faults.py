@@ -27,7 +27,7 @@ def test_a_full_disk_under_plan_state_is_a_clear_error_and_loses_nothing(measure
     try:
         shutil.copytree(saved, state, dirs_exist_ok=True)
         filler = state / "filler"
-        with filler.open("wb") as handle:
+        with filler.open("wb", buffering=0) as handle:  # unbuffered: no write is left for close() to fail on
             try:
                 while True:
                     handle.write(b"\0" * 65536)
