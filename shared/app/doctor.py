@@ -61,11 +61,14 @@ def examine(ws: Workspace | None) -> list[Finding]:
                                     "" if good else "run 'sudo banach setup-users -w WS'"))
         from pathlib import Path
 
+        import shared
         from shared.isolation.users import unreachable_ancestors
 
-        blocked = unreachable_ancestors(Path(sys.executable)) + unreachable_ancestors(ws.root / "x")
-        findings.append(Finding(not blocked, "users backend: the interpreter and the workspace are reachable by the role accounts"
-                                if not blocked else
+        # the interpreter (a venv's folder and the Python it links to), Banach's packages, and the workspace
+        needed = [Path(sys.executable), Path(sys.executable).absolute().parent / "x", Path(shared.__file__), ws.root / "x"]
+        blocked = sorted({folder for path in needed for folder in unreachable_ancestors(path)})
+        findings.append(Finding(not blocked, "users backend: the interpreter, Banach and the workspace are reachable by the "
+                                "role accounts" if not blocked else
                                 f"users backend: the role accounts cannot enter {', '.join(map(str, blocked))}",
                                 "" if not blocked else "install Banach where all accounts can read it (a venv under /opt) "
                                 "and keep the workspace outside private folders"))

@@ -62,7 +62,7 @@ def right_edit_is_kept(ws: Workspace, cli: Cli) -> Turn:
         assert server.model_requests and all(r.api_key == cli.key for r in server.model_requests)
     stray = outside_writes(ws, Path.home(), before_ws, before_home, cli.state)
     assert stray == set(), stray
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)
     print(f"{cli.name} turn: {turn.record['duration']} s (build-loop once: {turn.seconds:.1f} s)")
     return turn
 
@@ -76,7 +76,7 @@ def wrong_edit_is_rolled_back(ws: Workspace, cli: Cli) -> Turn:
     assert turn.decision == "rollback", (turn.record, turn.stdout, turn.stderr, _output(ws, turn))
     assert head(ws) == start
     assert not (ws.code / ITEM_FILE).exists() or (ws.code / ITEM_FILE).read_text() != USELESS
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)
     return turn
 
 
@@ -94,7 +94,7 @@ def rate_limit_ends_the_turn(ws: Workspace, cli: Cli, *, reset_printed: bool) ->
         assert resets_at is not None and turn.started + 20 <= resets_at <= turn.started + turn.seconds + 21
     else:
         assert resets_at is None
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)
     print(f"{cli.name} 429 turn: {turn.record['duration']} s")
     return turn
 

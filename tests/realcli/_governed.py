@@ -129,8 +129,22 @@ def assert_prompt_once(server: ModelServer, turn: Turn) -> None:
     assert openings[0].user_text.count(marker) == 1
 
 
-def assert_no_survivors(install: Path) -> None:
-    """No process of the CLI outlives its turn (its children may have left the session)."""
+def _turn_of(pid: str, ws: Workspace) -> bool:
+    """Whether a process belongs to a turn in this workspace: its working folder is in it, or its environment names
+    the turn's prompt there (every agent gets BANACH_PROMPT_FILE, and its children inherit it)."""
+    root = str(ws.root.resolve())
+    try:
+        if os.readlink(f"/proc/{pid}/cwd").startswith(root + "/"):
+            return True
+        environ = Path("/proc", pid, "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(line.startswith(b"BANACH_PROMPT_FILE=" + root.encode() + b"/") for line in environ)
+
+
+def assert_no_survivors(install: Path, ws: Workspace) -> None:
+    """No process of the CLI outlives its turn (its children may have left the session). Only this workspace's turns
+    are looked at: other tests may run the same CLI at the same time (pytest-xdist)."""
     folder = str(install) + "/"
     survivors = []
     for entry in os.listdir("/proc"):
@@ -141,7 +155,7 @@ def assert_no_survivors(install: Path) -> None:
             exe = os.readlink(f"/proc/{entry}/exe")
         except OSError:
             continue
-        if folder in cmdline or exe.startswith(folder):
+        if (folder in cmdline or exe.startswith(folder)) and _turn_of(entry, ws):
             survivors.append((int(entry), cmdline[:200]))
     assert not survivors, survivors
 
@@ -183,7 +197,7 @@ def right_edit_is_kept(ws: Workspace, setup: Setup, *, key: str, state: tuple[st
         assert all(r.api_key == key for r in server.model_requests)
         assert not server.unknown
     assert outside_writes(ws, Path.home(), before_ws, before_home, state) == set()
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)
     print(f"{name} turn: {turn.record['duration']} s (build-loop once: {turn.seconds:.1f} s)")
 
 
@@ -195,7 +209,7 @@ def wrong_edit_is_rolled_back(ws: Workspace, setup: Setup, *, key: str) -> None:
     assert turn.decision == "rollback", (turn.record, turn.stdout, turn.stderr)
     assert head(ws) == start
     assert not (ws.code / ITEM_FILE).exists() or (ws.code / ITEM_FILE).read_text() != USELESS
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)
 
 
 def first_run_works(ws: Workspace, setup: Setup, *, key: str) -> None:
@@ -204,4 +218,4 @@ def first_run_works(ws: Workspace, setup: Setup, *, key: str) -> None:
         executable, env = setup(server)
         turn = governed_turn(ws, env)
     assert turn.decision == "keep", (turn.record, turn.stdout, turn.stderr)
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)

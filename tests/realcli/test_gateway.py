@@ -54,7 +54,7 @@ def test_a_turn_through_the_gateway_is_kept_and_every_call_is_on_the_record(meas
     assert turn.record["model_calls"] == len(calls) == len(server.model_requests)
     assert turn.record["cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in calls))
     assert outside_writes(ws, Path.home(), before_ws, before_home, cli.state) == set()
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)
     replay = cli_run("build-loop", "report", str(turn.record["n"]), "--transcript", "--workspace", str(ws.root))
     marker = next(line for line in turn.prompt.splitlines() if line.startswith("Requirements:"))
     assert marker in replay.stdout and "SCRIPTED MODEL SERVER" in replay.stdout  # asked, and answered
@@ -75,7 +75,7 @@ def test_a_429_ends_the_turn_at_once_with_the_providers_reset(measured_landlock:
     assert turn.record["gateway_stop"] == "rate_limited" and turn.record["duration"] < 60, turn.record
     resets_at = turn.record["resets_at"]
     assert resets_at is not None and turn.started + 19 <= resets_at <= turn.started + turn.seconds + 21
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)
 
 
 @pytest.mark.parametrize("cli", [CLIS[0], CLIS[1], CLIS[4]], ids=["claude", "codex", "opencode"])
@@ -92,4 +92,4 @@ def test_under_gateway_only_network_the_cli_still_works(measured_landlock: Works
         turn = governed_turn(ws, {"SCRIPTED_KEY": CANARY}, turn_timeout=150)
     assert turn.decision == "keep", (turn.record, turn.stdout[-2000:], turn.stderr[-2000:])
     assert model_calls(ws, turn.record["n"])
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)

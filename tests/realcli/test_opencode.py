@@ -66,7 +66,7 @@ def test_a_429_ends_the_turn_as_rate_limited_with_its_reset_time(measured_landlo
     assert turn.record["timed_out"]
     resets_at = turn.record["resets_at"]
     assert resets_at is not None and turn.started + 20 <= resets_at <= turn.started + turn.seconds + 21
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)
 
 
 def test_a_first_run_on_the_account_works(measured_landlock: Workspace) -> None:

@@ -12,10 +12,11 @@ How the account gets its turn, and why:
   exists) and removed at the end only if this session made it. Not uid 65534: nobody should own nothing, and the
   workspace and its commits become the account's. Making it takes root: the tests are marked `root`.
 - Nothing is run from a folder the account cannot enter, and no such folder is opened (/root stays 0700). When the
-  interpreter running pytest is out of reach (pyenv under /root here), build-loop runs on a venv in the session's
-  folder, made from a reachable interpreter of the same minor version and holding a copy of what Banach has installed
-  (its requirements and its editable finder, which points at this checkout); with no such interpreter the
-  tests skip saying so. A CLI whose pinned install (scripts/install_clis.py, in ~/.cache) is out of reach is copied
+  interpreter running pytest is out of reach (pyenv under /root here), or this checkout is (a clone in a 0700
+  folder), build-loop runs on a venv in the session's folder, made from a reachable interpreter of the same minor
+  version and holding a copy of what Banach has installed: its requirements, and its packages copied as a user would
+  install them (not the editable finder, which points at this checkout); with no such interpreter the tests skip
+  saying so. A CLI whose pinned install (scripts/install_clis.py, in ~/.cache) is out of reach is copied
   once per session (cp -a; hard links would share inodes with the cache, and aider's venv is changed in the copy:
   rebased with `venv --upgrade` onto a reachable interpreter, as its own lives under /root). Aider's scripts name the
   cache's venv in their shebang, so its preset's `command` is `<copy>/venv/bin/python -m aider`. Node: from PATH.
@@ -47,6 +48,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+import build_loop
 from shared.isolation.users import NOLOGIN, unreachable_ancestors
 from shared.journal import Journal
 from shared.workspace import Workspace
@@ -67,6 +69,8 @@ from tests.realcli._routed import MODEL, Routed, configure, model_calls
 
 pytestmark = [pytest.mark.realcli, pytest.mark.landlock, pytest.mark.root]
 ACCOUNT = "banach-realcli-test"
+CHECKOUT = Path(build_loop.__file__).resolve().parent.parent  # where Banach's packages are (an editable install's)
+PACKAGES = ("shared", "canon", "spec_loop", "plan_loop", "build_loop")
 CANARY = "sk-CANARY-ordinary-user-provider-key-6160"
 TURN_TIMEOUT = 150
 
@@ -189,7 +193,7 @@ class Session:
         """The interpreter build-loop runs on as the account: this one when reachable, else a venv in the session's
         folder with a copy of Banach's installed requirements."""
         if self._python is None:
-            if _reachable(Path(sys.executable)):
+            if _reachable(Path(sys.executable)) and _reachable(CHECKOUT):
                 self._python = Path(sys.executable)
             else:
                 self._python = self._venv_with_banach()
@@ -203,11 +207,13 @@ class Session:
         for distribution in _requirement_closure("banach"):
             for listed in distribution.files or []:
                 source = Path(str(distribution.locate_file(listed)))
-                if listed.parts[0] == ".." or not source.is_file():
-                    continue  # console scripts (bin/), and what RECORD lists but is gone
+                if listed.parts[0] == ".." or not source.is_file() or listed.name.startswith("__editable__"):
+                    continue  # console scripts (bin/), what RECORD lists but is gone, and the finder of this checkout
                 target = site / listed
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
+        for package in PACKAGES:  # Banach itself as a user would install it: its packages, not a link to this checkout
+            shutil.copytree(CHECKOUT / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
         return venv / "bin" / "python"
 
     def cli(self, name: str) -> tuple[Path, Path]:
@@ -350,6 +356,6 @@ def test_an_ordinary_users_turn_is_kept_with_every_call_on_the_record(user_ws: W
     assert "build-loop: isolation landlock: Landlock ABI" in turn.stderr, turn.stderr[-2000:]
     # without a delegated cgroup the account cannot contain its turns in one, and build says so when it starts
     assert "NO run cgroups" in turn.stderr, turn.stderr[-2000:]
-    assert_no_survivors(cli_folder(Path(command.split()[0])))
+    assert_no_survivors(cli_folder(Path(command.split()[0])), ws)
     print(f"{cli.name} as {account.name} (uid {account.uid}, python {python}): {len(calls)} calls, "
           f"turn {turn.record['duration']} s (build-loop once: {turn.seconds:.1f} s)")

@@ -61,4 +61,4 @@ def test_a_429_ends_the_turn_as_rate_limited_with_its_reset_time(measured_landlo
     assert turn.record["exit_code"] != 0 and not turn.record["timed_out"]
     resets_at = turn.record["resets_at"]
     assert resets_at is not None and turn.started + 20 <= resets_at <= turn.started + turn.seconds + 21
-    assert_no_survivors(cli_folder(executable))
+    assert_no_survivors(cli_folder(executable), ws)

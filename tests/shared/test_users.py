@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import build_loop
 from shared.app import supervisor
 from shared.isolation.users import account_name, lookup, remove_users, setup_users
 from shared.workspace import Workspace
@@ -26,11 +27,17 @@ PROBE = script()
 
 @pytest.fixture
 def reachable_interpreter():  # type: ignore[no-untyped-def]
-    """The role accounts must be able to run this interpreter. Where a folder on its path is closed to other
-    accounts (pyenv under /root here), open it for traversal only (o+x, not listing) for the test, then restore it."""
+    """The role accounts must be able to run this interpreter (a venv's, and the one it links to) and import Banach
+    from where it is installed (this checkout, for an editable install). Where a folder on those paths is closed to
+    other accounts (pyenv under /root here; a checkout in a 0700 folder made by mktemp -d), open it for traversal
+    only (o+x, not listing) for the test, then restore it. An operator does the same, or installs Banach where the
+    role accounts can run it: `banach doctor` names the folder in the way."""
     from shared.isolation.users import unreachable_ancestors
 
-    blocked = [(folder, folder.stat().st_mode) for folder in unreachable_ancestors(Path(sys.executable))]
+    needed = [Path(sys.executable).resolve(), Path(sys.executable).absolute().parent / "banach-probe",
+              Path(build_loop.__file__).resolve()]
+    found = {folder: folder.stat().st_mode for path in needed for folder in unreachable_ancestors(path)}
+    blocked = sorted(found.items())
     for folder, mode in blocked:
         folder.chmod(mode | 0o001)
     try:
