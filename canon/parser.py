@@ -142,6 +142,13 @@ def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str],
                 fields[key] = value
                 current_list = None
         cursor += 1
+    for offset, line in enumerate(lines[cursor:end]):
+        misplaced = FIELD.match(line)
+        if misplaced and misplaced["key"] in LIST_FIELDS | SCALAR_FIELDS:
+            raise CanonSyntaxError(file, cursor + offset + 1, (
+                f"'{misplaced['key']}:' stands in {heading['id']}'s text, where it is read as prose and measures nothing; "
+                f"fields go right under the heading '## {heading['id']}: {heading['title']}', with no blank line "
+                "between them and it"))
     body = "\n".join(lines[cursor:end]).strip()
     if not body:
         raise CanonSyntaxError(file, index + 1, f"{heading['id']} has no text; say what must hold, in prose, below its fields")

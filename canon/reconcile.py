@@ -117,6 +117,15 @@ def _missing_tests(reqs: dict[str, Requirement], test_sources: dict[str, str]) -
     return problems
 
 
+def _orphan_tests(reqs: dict[str, Requirement], arriving: frozenset[str]) -> list[Problem]:
+    """A conformance test file this change brings that no requirement names: nothing would ever run it, and a reader
+    of canon would believe it measures something."""
+    named = {node.partition("::")[0] for req in reqs.values() for node in req.tests}
+    return [Problem(f"{file}:1", "", "no requirement names this conformance test in its `tests:`, so nothing would ever "
+                    "run it; name it in the requirement it checks (tests: " + file + "), or leave the file out")
+            for file in sorted(arriving) if PurePosixPath(file).name.startswith("test_") and file not in named]
+
+
 def _checks_that_changed(req: Requirement, previous: dict[str, Requirement]) -> bool:
     before = previous.get(req.id)
     return before is None or before.checks != req.checks or before.paths != req.paths
@@ -171,10 +180,12 @@ def reconcile(
     test_sources: dict[str, str],
     code_files: list[str] = (),  # type: ignore[assignment]
     canon_files: list[str] | None = None,
+    arriving_tests: frozenset[str] = frozenset(),
 ) -> list[Problem]:
     """All problems of the proposed canon; empty means it may be committed.
 
     replaced: the drafts of this intake, by the canon path they would take (for the removal check).
+    arriving_tests: the conformance test files this intake writes (each must be named by a requirement).
     canon_files: every file of the proposed canon; given, the files checks name are looked up in it and
     in code_files (the code's files at its current commit). None leaves that check out.
     """
@@ -187,6 +198,7 @@ def reconcile(
     problems += _cycles(reqs)
     problems += _contradictions(reqs, list(code_files))
     problems += _missing_tests(reqs, test_sources)
+    problems += _orphan_tests(reqs, arriving_tests)
     problems += _silent_removals(previous, reqs, replaced)
     if canon_files is not None:
         problems += _missing_check_paths(reqs, previous, KnownPaths(code_files), KnownPaths(canon_files))

@@ -51,7 +51,8 @@ def _pass_json(report: PassReport) -> dict[str, object]:
             "residual": report.residual, "certified": report.certified, "fresh": report.fresh,
             "items": list(report.items), "checks_run": report.checks_run, "checks_memoized": report.checks_memoized,
             "unmeasured": list(report.unmeasured), "void": list(report.void), "export_error": report.export_error,
-            "agent_rejections": list(report.agent_rejections), "plan_agent": report.plan_agent}
+            "agent_rejections": list(report.agent_rejections), "plan_agent": report.plan_agent,
+            "measured": report.measured, "requirements": report.requirements}
 
 
 def _once_json(reports: list[PassReport], plan: FixPlan | None) -> dict[str, object]:

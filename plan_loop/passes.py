@@ -57,10 +57,19 @@ class PassReport:
     void: tuple[str, ...] = ()  # requirements whose conformance run cannot be believed (the canary passed or hid)
     agent_rejections: tuple[str, ...] = ()  # plan-agent answers rejected, one line each
     plan_agent: str = ""  # who was asked, or ""
+    measured: int = 0  # requirements with a check or a conformance test
+    requirements: int = 0
 
     def describe(self, reason: str = "") -> str:
         """The pass in one line (with why it ran, when given), then one line per rejected plan-agent answer."""
-        verdict = "CERTIFIED: a fresh pass found nothing" if self.certified else f"residual {self.residual}"
+        if self.certified:
+            verdict = (f"CERTIFIED: a fresh pass found nothing ({self.measured} of {self.requirements} requirements "
+                       "measured)")
+        elif self.residual == 0 and not self.measured:
+            verdict = (f"nothing to certify: {self.requirements} requirement(s), none measured (give them `tests:` or "
+                       "`checks:` in canon)")
+        else:
+            verdict = f"residual {self.residual}"
         return (f"plan pass {self.number}: canon v{self.canon_version} x code {self.code_commit[:12]}: {verdict} "
                 f"({self.checks_run} checks run, {self.checks_memoized} memoized"
                 + (f"; {len(self.unmeasured)} requirement(s) unmeasured" if self.unmeasured else "") + ")"
@@ -212,12 +221,13 @@ class PlanService:
                 agent_rejections=tuple(rejections), plan_agent=agent.label if agent else "",
             )
             fix_plan_file.write(plan, self.ws.fix_plan_json, self.ws.fix_plan_md)
-            certified = len(items) == 0 and fresh and not export_error
+            measured = sum(1 for req in canon.requirements.values() if req.measured)
+            certified = len(items) == 0 and fresh and not export_error and measured > 0  # measuring nothing proves nothing
             void = tuple(sorted({r.check.requirement for r in results if r.excerpt.startswith(VOID_PREFIX)}))
             report = PassReport(seq, number, canon.version, code_commit, len(items),
                                 tuple(sorted(open_ids)), len(results) - memoized, memoized, certified, fresh,
                                 tuple(unmeasured), tuple(still_open), export_error, void, tuple(rejections),
-                                plan.plan_agent)
+                                plan.plan_agent, measured, len(canon.requirements))
             self.journal.append("pass", {
                 "started_seq": seq, "number": number, "canon_version": canon.version, "canon_commit": canon.commit,
                 "code_commit": code_commit, "residual": len(items), "items": sorted(open_ids),
@@ -230,7 +240,8 @@ class PlanService:
             })
             if certified:
                 self.journal.append("certificate", {"canon_version": canon.version, "canon_commit": canon.commit,
-                                                    "code_commit": code_commit, "pass_seq": seq})
+                                                    "code_commit": code_commit, "pass_seq": seq, "measured": measured,
+                                                    "requirements": len(canon.requirements)})
             out.update(outcome="written", residual=len(items))
             return report
 
@@ -243,6 +254,6 @@ class PlanService:
     def measure(self, *, agent: PlanAgent | None = None) -> list[PassReport]:
         """A pass; when it finds nothing on memoized results, a fresh pass to certify it."""
         reports = [self.run_pass(agent=agent)]
-        if reports[0].residual == 0 and not reports[0].certified:
+        if reports[0].residual == 0 and not reports[0].certified and reports[0].measured:
             reports.append(self.run_pass(fresh=True, agent=agent))
         return reports

@@ -137,8 +137,9 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
         return Review(change)  # already this version: a re-delivered change changes nothing
     proposed = [doc for doc in current_docs if doc.path not in parsed] + list(parsed.values())
     canon_files = sorted(set(store.files()) | set(writes)) if code_files is not None else None
+    arriving = frozenset(target for target in writes if target.startswith(f"{TESTS_DIR}/") and target.endswith(".py"))
     found = reconcile(proposed, previous=previous, replaced=parsed, test_sources=test_sources,
-                      code_files=code_files or [], canon_files=canon_files)
+                      code_files=code_files or [], canon_files=canon_files, arriving_tests=arriving)
     if found or broken_tests:
         return Review(change, tuple(broken_tests + [locate(str(problem), change) for problem in found]))
     flagged = semantic(proposed) if semantic is not None and parsed else []

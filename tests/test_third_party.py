@@ -104,8 +104,8 @@ def test_more_itertools_from_init_to_deliver(tmp_path: Path) -> None:
                         lines[3]), lines[3]
     assert lines[4].startswith(f"plan pass 2: canon v1 x code {head[:12]}: residual 0")
     assert lines[5].startswith(f"plan pass 3: canon v1 x code {head[:12]}: CERTIFIED: a fresh pass found nothing")
-    assert lines[6] == (f"run: CERTIFIED: plan pass 3 found nothing open at canon v1 x code {head[:12]}, after 2 build "
-                        f"turn(s); deliver it with: banach deliver -w {ws}")
+    assert lines[6] == (f"run: CERTIFIED: plan pass 3 found nothing open at canon v1 x code {head[:12]} (1 of 1 "
+                        f"requirements measured), after 2 build turn(s); deliver it with: banach deliver -w {ws}")
     assert len(lines) == 7
     assert "isolation" in ran.stderr  # each program's start-up line, once
 
@@ -122,7 +122,8 @@ def test_more_itertools_from_init_to_deliver(tmp_path: Path) -> None:
         f"  {head[:12]}  {item_id}  requirements MI-1  canon v1  iteration 2  fix {item_id}: running_mean yields the "
         "mean so far",
         f"  {tip[:12]}  canon's conformance tests (canon v1): tests/test_running_mean.py",
-        f"certified: plan pass 3 found nothing open at canon v1 x code {head[:12]}, which is the delivered code",
+        f"certified: plan pass 3 found nothing open at canon v1 x code {head[:12]} (1 of 1 requirements measured), "
+        "which is the delivered code",
         f"see it: git -C {source} log --format='%h %s' banach/result",
     ]
     assert git(source, "rev-parse", "HEAD") == start and not git(source, "status", "--porcelain")

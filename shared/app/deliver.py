@@ -43,6 +43,7 @@ class Certificate:
     pass_number: int | None
     canon_version: int
     code_commit: str
+    measured: str = ""  # "M of N requirements measured", "" for a certificate from before it was recorded
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ class Delivery:
         where = f"plan pass {cert.pass_number}" if cert.pass_number else "a plan pass"
         if cert.code_commit == self.code_head and cert.canon_version == self.canon_version:
             return (f"certified: {where} found nothing open at canon v{cert.canon_version} x code "
-                    f"{cert.code_commit[:12]}, which is the delivered code")
+                    f"{cert.code_commit[:12]}" + (f" ({cert.measured})" if cert.measured else "")
+                    + ", which is the delivered code")
         why = (f"the code's head {self.code_head[:12]} is not the commit plan certified" if cert.code_commit != self.code_head
                else f"canon is at v{self.canon_version} now")
         return (f"NOT CERTIFIED: {why}; the latest certificate is {where} at canon v{cert.canon_version} x code "
@@ -220,8 +222,10 @@ def _certificate(ws: Workspace) -> Certificate | None:
         return None
     latest = history.certificates[-1]
     numbers = {plan_pass.started_seq: number for number, plan_pass in enumerate(history.passes, 1)}
+    measured = (f"{latest['measured']} of {latest['requirements']} requirements measured"
+                if "measured" in latest and "requirements" in latest else "")
     return Certificate(numbers.get(int(str(latest.get("pass_seq", -1)))), int(str(latest["canon_version"])),
-                       str(latest["code_commit"]))
+                       str(latest["code_commit"]), measured)
 
 
 def conformance_files(canon: Canon, requirements: set[str], files: dict[str, str]) -> list[str]:

@@ -91,6 +91,9 @@ class Foreground:
                     return self._certified(plan)
                 if self.spent:  # the budget ended build's turns; this pass measured what they left
                     raise Stop(f"{self.spent}; {self._residual()}; {self.spent_hint}")
+                if plan["residual"] == 0 and not plan.get("measured"):
+                    raise Stop(f"nothing to certify: canon v{plan['canon_version']} has {plan.get('requirements', 0)} "
+                               "requirement(s) and none is measured; give them `tests:` or `checks:` (docs/canon.md)")
                 if plan["residual"] == 0:
                     raise Stop("plan found no open item but could not certify: "
                                + (plan.get("export_error") or "its certifying pass was not fresh").splitlines()[0])
@@ -103,7 +106,8 @@ class Foreground:
 
     def _certified(self, plan: dict[str, Any]) -> RunResult:
         reason = (f"CERTIFIED: plan pass {plan['pass']} found nothing open at canon v{plan['canon_version']} x code "
-                  f"{plan['code_commit'][:12]}, after {self.turns} build turn(s)"
+                  f"{plan['code_commit'][:12]} ({plan.get('measured', 0)} of {plan.get('requirements', 0)} requirements "
+                  f"measured), after {self.turns} build turn(s)"
                   + (f" (${self.cost:.2f})" if self.cost else "")
                   + f"; deliver it with: banach deliver -w {self.ws.root}")
         self.echo(f"run: {reason}")

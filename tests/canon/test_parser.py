@@ -107,3 +107,17 @@ def test_shuffled_document_lines_are_parsed_or_refused(lines: list[str]) -> None
         assert str(exc).startswith("shuffled.md:")
     else:
         assert doc.requirements
+
+
+@pytest.mark.parametrize("where", ["after the text", "after a blank line"])
+def test_a_field_in_the_text_is_refused_where_it_stands(where: str) -> None:
+    """Written after the text (or below a blank line), `paths:` and `tests:` were read as prose: the requirement
+    landed unmeasured and its test unnamed. Now the line is named, with where fields go."""
+    fields = "paths: src/humanize/filesize.py\ntests: tests/test_size.py\n"
+    body = ("Formats file sizes.\n" + fields) if where == "after the text" else ("\n" + fields + "\nFormats file sizes.\n")
+    document = "## HUM-1: natural sizes\npriority: 2\n" + ("\n" if where == "after the text" else "") + body
+    with pytest.raises(CanonSyntaxError) as caught:
+        parse_document(document, "requirements/humanize.md")
+    assert caught.value.line == (5 if where == "after the text" else 4)
+    assert "'paths:' stands in HUM-1's text" in caught.value.reason
+    assert "fields go right under the heading '## HUM-1: natural sizes'" in caught.value.reason

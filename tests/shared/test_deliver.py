@@ -86,7 +86,7 @@ def test_the_governed_commits_land_on_a_new_branch_with_what_each_claims(copy: P
     assert lines[1].split()[1].startswith("ST-1.") and "requirements ST-1  canon v1  iteration 1" in lines[1]
     assert lines[2].split()[1].startswith("ST-2.") and "requirements ST-2  canon v1  iteration 2" in lines[2]
     assert lines[3].startswith("certified: plan pass 3 found nothing open at canon v1 x code ")
-    assert lines[3].endswith(f"{head[:12]}, which is the delivered code")
+    assert lines[3].endswith(f"{head[:12]} (2 of 2 requirements measured), which is the delivered code")
     assert git(source, "rev-parse", "banach/result") == head
     assert git(source, "rev-parse", "HEAD") == base and not git(source, "status", "--porcelain")  # left as it was
     again = deliver(copy)

@@ -53,8 +53,8 @@ def test_it_runs_the_loops_until_plan_certifies(tmp_path: Path) -> None:
     assert len(builds) == 2 and all(": keep: failing 1 -> 0 [commit " in line for line in builds), lines
     assert builds[1].endswith(", turn 2 of 2]")
     head = git(ws.code, "rev-parse", "HEAD")
-    assert lines[-1] == (f"run: CERTIFIED: plan pass 3 found nothing open at canon v1 x code {head[:12]}, after 2 build "
-                         f"turn(s); deliver it with: banach deliver -w {ws.root}")
+    assert lines[-1] == (f"run: CERTIFIED: plan pass 3 found nothing open at canon v1 x code {head[:12]} (2 of 2 "
+                         f"requirements measured), after 2 build turn(s); deliver it with: banach deliver -w {ws.root}")
     assert lines.count("spec: inbox is empty; canon stays at v1") == 1  # said once, not at every round
     banners = result.stderr.splitlines()
     assert sum(line.startswith("build-loop: WARNING: isolation backend 'none'") for line in banners) == 1
@@ -154,3 +154,33 @@ def started(ws: Workspace) -> bool:
         return False
     with journal:
         return journal.last("iteration.started") is not None
+
+
+UNMEASURED = """## UN-1: the code is pleasant to read
+
+Nobody can check this by a command.
+"""
+
+
+def test_a_canon_that_measures_nothing_is_never_certified(tmp_path: Path) -> None:
+    """Its only requirement has no test and no check: a fresh pass finds nothing open, which proves nothing."""
+    ws = custom(tmp_path, UNMEASURED, "good.py")
+    once = cli("plan-loop", "once", "--workspace", str(ws.root))
+    assert "nothing to certify: 1 requirement(s), none measured" in once.stdout, once.stdout
+    assert "CERTIFIED" not in once.stdout
+    with Journal(ws.journal_path("plan"), readonly=True) as journal:
+        assert journal.last("certificate") is None
+    assert cli("plan-loop", "certify", "--workspace", str(ws.root)).returncode == 1
+    result = run(ws)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "run: NOT CERTIFIED: nothing to certify: canon v1 has 1 requirement(s) and none is measured" in last_line(result)
+
+
+def test_a_certificate_says_how_many_requirements_it_measured(tmp_path: Path) -> None:
+    ws = custom(tmp_path, UNMEASURED + "\n## UN-2: there is a README\nchecks: test -f README.md\n\nIt exists.\n", "good.py")
+    git(ws.code, "commit", "-q", "--allow-empty", "-m", "nothing")
+    (ws.code / "README.md").write_text("hello\n")
+    git(ws.code, "add", "README.md")
+    git(ws.code, "commit", "-q", "-m", "readme")
+    once = cli("plan-loop", "once", "--workspace", str(ws.root))
+    assert "CERTIFIED: a fresh pass found nothing (1 of 2 requirements measured)" in once.stdout, once.stdout

@@ -82,9 +82,15 @@ def test_bad_drafts_are_refused_by_name_and_canon_does_not_move(ws: Workspace, n
     assert (ws.inbox / "rejected" / name).read_bytes() == content
 
 
-def test_a_conformance_test_draft_joins_canon_tests(ws: Workspace) -> None:
+def test_a_conformance_test_no_requirement_names_is_refused(ws: Workspace) -> None:
     (ws.inbox / "test_reverse.py").write_text(REVERSE_TEST)
-    assert intake(ws) == ["accepted test_reverse.py as canon v2 (conformance tests tests/test_reverse.py)"]
+    assert intake(ws) and CanonStore(ws.canon).version() == 1
+    error = (ws.inbox / "rejected" / "test_reverse.py.error").read_text()
+    assert "test_reverse.py:1: no requirement names this conformance test in its `tests:`" in error, error
+    (ws.inbox / "rejected" / "test_reverse.py").rename(ws.inbox / "test_reverse.py")
+    (ws.inbox / "extras.md").write_text(TESTED_DOC.format(test="test_reverse.py"))
+    assert intake(ws) == ["accepted extras.md, test_reverse.py as canon v2 (added EX-1; conformance tests "
+                          "tests/test_reverse.py)"]
     assert "tests/test_reverse.py" in CanonStore(ws.canon).load().test_files
 
 
