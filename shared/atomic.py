@@ -13,10 +13,14 @@ from typing import Any
 from shared.errors import LockBusy
 
 
-def write_text(path: Path, text: str) -> None:
+def write_text(path: Path, text: str, *, private: bool = False) -> None:
+    """private: the file is its owner's alone (0600, from its first byte: a key, a password); otherwise 0644, so that
+    the other roles' accounts read it under the users backend (fix_plan, build's readings)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # 0600
     try:
+        if not private:
+            os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

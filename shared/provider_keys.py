@@ -24,7 +24,7 @@ def store_key(ws: Workspace, provider: str, key: str) -> Path:
         raise ConfigError("the key is empty or holds whitespace: paste the key alone, on one line")
     path = key_file(ws, provider)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_text(path, key + "\n")  # mkstemp makes it 0600
+    write_text(path, key + "\n", private=True)
     return path
 
 

@@ -95,7 +95,7 @@ def render_config(ws: Workspace, *, foreground: bool = False, users: dict[str, s
         programs=programs, workspace_from_here=workspace_from_here, foreground=foreground, socket=socket,
         conf_name=ws.relative(ws.supervisor_conf), user=bool(users), username=login.username,
         password=login.password)
-    write_text(ws.supervisor_conf, text)  # 0600 from its first byte: it holds the password
+    write_text(ws.supervisor_conf, text, private=True)  # it holds the password
     return ws.supervisor_conf
 
 

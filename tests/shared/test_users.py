@@ -96,13 +96,18 @@ def test_each_account_writes_only_its_row(users_ws: Workspace, role: str) -> Non
 def test_supervisord_runs_each_loop_as_its_account(users_ws: Workspace) -> None:
     ws = users_ws
     supervisor.up(ws)
-    assert wait_until(lambda: len([p for p in supervisor.states(ws) if p.state == "RUNNING"]) == 3, [ws.supervisor_dir], 30)
+    running = wait_until(lambda: len([p for p in supervisor.states(ws) if p.state == "RUNNING"]) == 3, [ws.supervisor_dir],
+                         30)
+    assert running, "\n".join(f"{log.name}: {log.read_text()[-1500:]}" for log in ws.supervisor_dir.glob("*.log"))
     for program in supervisor.states(ws):
         uid = int(next(line for line in Path(f"/proc/{program.pid}/status").read_text().splitlines()
                        if line.startswith("Uid:")).split()[1])
         assert uid == lookup(account_name(ws, program.role)).uid  # type: ignore[union-attr]
     assert f"user={account_name(ws, 'build')}" in ws.supervisor_conf.read_text()
     assert wait_until(lambda: ws.fix_plan_json.exists(), [ws.plan_dir], 60), (ws.supervisor_dir / "plan.log").read_text()
+    plan_log = (ws.supervisor_dir / "plan.log").read_text()
+    assert "could not be measured" not in plan_log, plan_log  # plan's account reads build's git directory
+    assert json.loads(ws.fix_plan_json.read_text())["residual"] == 5  # build's account reads plan's fix_plan
     info = json.loads(cli("banach", "status", "--json", "--workspace", str(ws.root)).stdout)
     assert info["isolation"]["backend"] == "users"
     assert all(role["enforced"] for role in info["isolation"]["roles"].values())
