@@ -110,12 +110,28 @@ def governed_turn(ws: Workspace, env: dict[str, str], *, turn_timeout: float = 1
     return Turn(row.data, result.stdout, result.stderr, seconds, started, prompt)
 
 
-def _fresh(request: Recorded) -> bool:
-    """A request that starts a conversation: nothing the model said is in it yet."""
+def _said(message: object) -> str:
+    """A chat message's text, whatever its shape (a string, or a list of parts)."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content") if "content" in message else message.get("parts")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
+    return ""
+
+
+def _fresh(request: Recorded, marker: str) -> bool:
+    """A request that starts the conversation with the prompt: nothing the model said comes after the prompt. (What a
+    CLI puts before it, such as aider's own example exchange, is not this conversation.)"""
     body = request.body if isinstance(request.body, dict) else {}
     messages = body.get("messages") or body.get("contents") or []  # chat and Anthropic; Gemini's role is "model"
     items = body.get("input") if isinstance(body.get("input"), list) else []  # OpenAI Responses (codex)
-    said = any(isinstance(m, dict) and m.get("role") in ("assistant", "model") for m in messages)
+    start = next((index for index, m in enumerate(messages) if marker in _said(m)), 0)
+    if messages and _said(messages[start]).startswith("# USER\n"):
+        return False  # aider's summary of a chat: the conversation retold in one message, not a new one
+    said = any(isinstance(m, dict) and m.get("role") in ("assistant", "model") for m in messages[start:])
     return not said and not any(isinstance(i, dict) and (i.get("role") == "assistant" or i.get("type") in
                                                          ("function_call", "function_call_output", "custom_tool_call"))
                                 for i in items)
@@ -124,7 +140,7 @@ def _fresh(request: Recorded) -> bool:
 def assert_prompt_once(server: ModelServer, turn: Turn) -> None:
     """The prompt reached the model once: one conversation began with it, and it is in there once."""
     marker = next(line for line in turn.prompt.splitlines() if line.startswith("Requirements:"))
-    openings = [r for r in server.model_requests if marker in r.user_text and _fresh(r)]
+    openings = [r for r in server.model_requests if marker in r.user_text and _fresh(r, marker)]
     assert len(openings) == 1, [(r.path, r.tools[:3], r.answer) for r in openings]
     assert openings[0].user_text.count(marker) == 1
 
