@@ -153,10 +153,11 @@ class Governor:
         canon_dir = self.measure.canon_snapshot(canon)
         checkpoint = self.code.head()
         assert checkpoint is not None
-        sensors = self.measure.sensors(item, canon, canon_dir)
-        before = self.measure.at_checkpoint(checkpoint, sensors, canon_dir, scratch)
+        project = self.measure.environment(self.code, checkpoint)
+        sensors = self.measure.sensors(item, canon, canon_dir, project)
+        before = self.measure.at_checkpoint(checkpoint, sensors, canon_dir, scratch, project)
         return Turn(n, item, canon, plan, history, self.dir / "iterations" / str(n), scratch, checkpoint,
-                    self.code.ref_state(), canon_dir, sensors, before, rung=self._rung(history))
+                    self.code.ref_state(), canon_dir, sensors, before, project, rung=self._rung(history))
 
     def _already_green(self, turn: Turn) -> Outcome:
         self.journal.append("iteration.started", {**self._where(turn), "checkpoint": turn.checkpoint,
@@ -320,7 +321,7 @@ class Governor:
         if not fenced.capped and build.fix_commands:
             for command in build.fix_commands:
                 run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.tree, turn.scratch]),
-                            cwd=self.tree, env=self.measure.env(turn.canon_dir, turn.scratch), timeout=120,
+                            cwd=self.tree, env=self.measure.env(turn.canon_dir, turn.scratch, turn.project), timeout=120,
                             limits=self.limits),
                     reap_orphans=self.subreaper)
             fenced = fenced.merge(fence(self.code, turn.checkpoint, turn.item.scope, protected_patterns(self.ws), limits))
@@ -348,7 +349,7 @@ class Governor:
     def _judge(self, turn: Turn, entries: dict[str, Entry | None]) -> Outcome:
         """The sensors on the kept change, the ratchet, and keep or roll back."""
         before = turn.before
-        after = self.measure.read(turn.sensors, turn.canon_dir, turn.scratch)
+        after = self.measure.read(turn.sensors, turn.canon_dir, turn.scratch, turn.project)
         if self.cancel.is_set():
             self._roll_back(turn)
             return self._end(turn, "abandoned", "build-loop was asked to stop while the sensors ran; rolled back")

@@ -113,10 +113,10 @@ def measure_onto(repo: GitRepo, measure: Measurer, turn: Turn, main: str, entrie
                  scratch: Path) -> tuple[Reading, Reading]:
     """The item's sensors on main (repo's work tree must show main) and on exactly main + the change, which is left
     checked out (the branch does not move): the caller rolls back or publishes."""
-    before = measure.at_checkpoint(main, turn.sensors, turn.canon_dir, scratch)
+    before = measure.at_checkpoint(main, turn.sensors, turn.canon_dir, scratch, turn.project)
     trial, _ = repo.commit_entries(main, entries, "a trial on main", {}, role="build")
     repo.check_out(trial)
-    return before, measure.read(turn.sensors, turn.canon_dir, scratch)
+    return before, measure.read(turn.sensors, turn.canon_dir, scratch, turn.project)
 
 
 def publish_keep(code: GitRepo, journal: Journal, turn: Turn, parent: str, entries: dict[str, Entry | None],

@@ -17,11 +17,14 @@ from canon.store import CanonStore
 from shared import tamper
 from shared.atomic import file_lock, write_json
 from shared.contracts.fix_plan import Item
+from shared.environment import ProjectEnv, project_env
 from shared.export import remove_tree
 from shared.git import Entry, GitRepo
 from shared.isolation.policy import sandbox_argv
 from shared.process import Limits
 from shared.workspace import Workspace
+
+OWN = ProjectEnv(sys.executable, ("",), "")  # Banach's own interpreter, the code's root: a project with no needs
 
 
 class Measurer:
@@ -49,7 +52,12 @@ class Measurer:
                 done.touch()
         return target
 
-    def sensors(self, item: Item, canon: Canon, canon_dir: Path) -> list[Sensor]:
+    def environment(self, code: GitRepo, commit: str) -> ProjectEnv:
+        """The project's environment at this commit (shared/environment.py), built in build's state when new."""
+        return project_env(self.ws, "build", code, commit, self.tree)
+
+    def sensors(self, item: Item, canon: Canon, canon_dir: Path, project: ProjectEnv | None = None) -> list[Sensor]:
+        project = project or OWN
         # 'sh -c "CMD \"$@\"" sh ARGS' hands the junit flag of a pytest-kind sensor on to the command
         sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command + (' "$@"' if s.kind == "pytest" else ""), "sh"), s.kind,
                           s.timeout)
@@ -62,23 +70,30 @@ class Measurer:
             for index, command in enumerate(req.checks):
                 sensors.append(Sensor(f"canon:{rid}:check:{index}", ("/bin/sh", "-c", command), "command", timeout))
             if req.tests:
-                sensors.append(Sensor(f"canon:{rid}:tests", (), "conformance", timeout, tuple(req.tests), canon_dir))
+                sensors.append(Sensor(f"canon:{rid}:tests", (), "conformance", timeout, tuple(req.tests), canon_dir,
+                                      project.python, project.roots))
         return sensors
 
-    def env(self, canon_dir: Path, scratch: Path) -> dict[str, str]:
-        """What sensors and fix commands get: build.env_allow, canon's export, the work tree on PYTHONPATH."""
+    def env(self, canon_dir: Path, scratch: Path, project: ProjectEnv | None = None) -> dict[str, str]:
+        """What sensors and fix commands get: build.env_allow, canon's export, the work tree's import roots on
+        PYTHONPATH, and the project's interpreter as BANACH_PYTHON (its venv first on PATH)."""
+        project = project or OWN
         env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
+        roots = os.pathsep.join(str(self.tree / root) if root else str(self.tree) for root in project.roots)
         env.update({"BANACH_CANON": str(canon_dir), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch),
-                    "PYTHONPATH": str(self.tree), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BANACH_PYTHON": sys.executable})
+                    "PYTHONPATH": roots, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BANACH_PYTHON": project.python})
         env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
+        if project.key:
+            env["PATH"] = str(Path(project.python).parent) + os.pathsep + env["PATH"]
         return env
 
-    def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
+    def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path, project: ProjectEnv | None = None) -> Reading:
         # sensors read the work tree and write only their own folder: what they judge is what gets committed
         def wrap(argv: tuple[str, ...], *, writable: Path, hidden: list[Path]) -> tuple[str, ...]:
             return sandbox_argv(self.ws, argv, [writable], hidden=hidden)
 
-        return read_sensors(sensors, self.tree, self.env(canon_dir, scratch), scratch, wrap, self.limits, self.cancel)
+        return read_sensors(sensors, self.tree, self.env(canon_dir, scratch, project), scratch, wrap, self.limits,
+                            self.cancel)
 
     def tampering(self, code: GitRepo, entries: dict[str, Entry | None], item: Item, canon: Canon) -> list[str]:
         """The tamper scan's hits in the files a turn changed that the item's requirements do not allow, as lines."""
@@ -87,12 +102,14 @@ class Measurer:
         hits = tamper.scan({path: contents.get(blob, b"") for path, blob in changed.items()})
         return [str(hit) for hit in tamper.unallowed(hits, canon, item.requirements)]
 
-    def at_checkpoint(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
-        key = hashlib.sha256(repr((head, [(s.name, s.argv, s.kind) for s in sensors])).encode()).hexdigest()[:24]
+    def at_checkpoint(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path,
+                      project: ProjectEnv | None = None) -> Reading:
+        key = hashlib.sha256(repr((head, [(s.name, s.argv, s.kind, s.python, s.roots) for s in sensors],
+                                   project.key if project else "")).encode()).hexdigest()[:24]
         cache = self.state / "readings" / f"{key}.json"
         if cache.exists():
             return Reading.from_json(json.loads(cache.read_text()))
-        reading = self.read(sensors, canon_dir, scratch)
+        reading = self.read(sensors, canon_dir, scratch, project)
         if not self.cancel.is_set():
             write_json(cache, reading.as_json())
         return reading

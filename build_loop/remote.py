@@ -189,9 +189,10 @@ def finish(governor: LaneGovernor, plan: Any, item: Any, canon: Canon, history: 
         tip = fetch_bundle(governor.main, bundle, ref, base=base)  # verified; its objects now in main's store
         entries = changed_entries(governor.main, base, tip)  # from the commit itself, not from what the node said
         canon_dir = governor.measure.canon_snapshot(canon)
+        project = governor.measure.environment(governor.main, base)
         turn = Turn(n, item, canon, plan, history, folder, scratch, base, RefState("", base, (), ()), canon_dir,
-                    governor.measure.sensors(item, canon, canon_dir), Reading.from_json(result.before),
-                    facts={**result.outcome.details.get("facts", {}), "node": result.node})
+                    governor.measure.sensors(item, canon, canon_dir, project), Reading.from_json(result.before),
+                    project, facts={**result.outcome.details.get("facts", {}), "node": result.node})
         return governor.integrate(turn, entries, Reading.from_json(result.after), turn.facts)
     finally:
         governor.main.command("update-ref", "-d", ref)

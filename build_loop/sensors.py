@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import stat
+import sys
 import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ class Sensor:
     timeout: float
     nodes: tuple[str, ...] = ()  # conformance: canon's node ids
     canon_dir: Path | None = None  # conformance: build's export of canon
+    python: str = sys.executable  # conformance: the project's interpreter (shared/environment.py)
+    roots: tuple[str, ...] = ("",)  # conformance: the code's import roots
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,8 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
         folder = scratch / hashlib.sha256(sensor.name.encode()).hexdigest()[:12]
         measured: conformance.Run | None = None
         if sensor.kind == "conformance" and sensor.canon_dir is not None:
-            measured = conformance.prepare(sensor.canon_dir, cwd, sensor.nodes, folder)
+            measured = conformance.prepare(sensor.canon_dir, cwd, sensor.nodes, folder, python=sensor.python,
+                                           roots=sensor.roots)
             confine = partial(wrap, writable=measured.scratch, hidden=[sensor.canon_dir]) if wrap else None
             request = measured.request(env=env, timeout=sensor.timeout, limits=limits, wrap=confine)
         else:

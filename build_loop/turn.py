@@ -14,6 +14,7 @@ from build_loop.history import ItemHistory
 from build_loop.sensors import Reading, Sensor
 from canon.model import Canon
 from shared.contracts.fix_plan import FixPlan, Item
+from shared.environment import ProjectEnv
 from shared.git import RefState
 from shared.process import Outcome as ProcessOutcome
 
@@ -78,6 +79,7 @@ class Turn:
     canon_dir: Path
     sensors: list[Sensor]
     before: Reading
+    project: ProjectEnv | None = None  # the environment the sensors run in (None: Banach's own interpreter)
     # the agent's turn
     rung: str = ""
     prompt: str = ""

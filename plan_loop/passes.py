@@ -33,6 +33,7 @@ from shared.conformance import VOID_PREFIX
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
 from shared.contracts.fix_plan import FixPlan, Item
+from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError, WorkspaceError
 from shared.isolation.policy import sandbox_flags
 from shared.journal import Journal, Memo
@@ -73,7 +74,7 @@ class PassReport:
         return (f"plan pass {self.number}: canon v{self.canon_version} x code {self.code_commit[:12]}: {verdict} "
                 f"({self.checks_run} checks run, {self.checks_memoized} memoized"
                 + (f"; {len(self.unmeasured)} requirement(s) unmeasured" if self.unmeasured else "") + ")"
-                + (f"; the export failed: {self.export_error.splitlines()[0]}" if self.export_error else "")
+                + (f"; (V, C) could not be measured: {self.export_error.splitlines()[0]}" if self.export_error else "")
                 + (f"; MEASUREMENT VOID for {', '.join(self.void)}: the code under test interfered with the test "
                    "runner (its canary test passed, or never reported; fix_plan's evidence says which)" if self.void else "")
                 + (f" [{reason}]" if reason else "")
@@ -171,17 +172,25 @@ class PlanService:
                 canon.commit, Limits(config.export_max_bytes, config.export_max_files))
         except ExportError as exc:
             snap, export_error = None, str(exc)
+        env = None
+        if snap is not None:
+            try:
+                env = project_env(self.ws, "plan", self.store.repo(), code_commit, snap.code)
+            except ProjectEnvError as exc:
+                export_error = str(exc)
         try:
-            if snap is None:
+            if snap is None or env is None:
                 results = unexported_results(canon, code_commit, export_error, config.check_timeout)
                 code_files = self._files_or_nothing(code_commit)
             else:
                 stored = self.store.repo()  # the copy plan measures: memo keys come from the same objects
-                checks = build_checks(canon, self.canon.git, stored, code_commit, config.check_timeout)
-                remote = self.remote.runner(self.code, code_commit, self.canon.git, canon.commit) if self.remote else None
+                checks = build_checks(canon, self.canon.git, stored, code_commit, config.check_timeout, env)
+                # a Ray node has Banach's interpreter only: a project that needs an environment is measured here
+                remote = self.remote.runner(self.code, code_commit, self.canon.git, canon.commit) \
+                    if self.remote and not env.key else None
                 results = run_checks(checks, snap, jobs=config.jobs, memo=None if fresh else self.memo,
                                      sandbox_flags=sandbox_flags(self.ws, [snap.scratch]),
-                                     limits=check_limits(self.ws.config), remote=remote)  # remote: from the code's
+                                     limits=check_limits(self.ws.config), remote=remote, env=env)  # remote: from the code's
                 results += tamper_results(canon, stored, code_commit, self._changed_since_base(code_commit))
                 code_files = set(stored.files_at(code_commit))  # full history (plan's store is shallow)
                 if agent:
@@ -190,7 +199,7 @@ class PlanService:
         finally:
             if snap is not None:
                 snapshot.release(snap)
-        export = ({"error": export_error} if snap is None else
+        export = ({"error": export_error} if snap is None or env is None else
                   {"code": snap.code_report.as_record() if snap.code_report else None,
                    "canon": snap.canon_report.as_record() if snap.canon_report else None})
         return Measured(results, code_files, agent_items, rejections, unmeasured, export_error, export)

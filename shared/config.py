@@ -217,6 +217,24 @@ class ClusterConfig(Model):
     max_retries: int = Field(3, ge=0, description="times Ray runs a turn again when its node or worker dies")
 
 
+class EnvConfig(Model):
+    build: Literal["auto", "none"] = Field(
+        "auto", description="auto: the project's dependencies, read from its pyproject.toml, setup.cfg, "
+                            "*.egg-info/requires.txt and requirements files, are installed into a venv its tests run in; "
+                            "none: only `requirements` below")
+    python: str = Field("", description="the interpreter the venv is made from; empty: the one Banach runs on")
+    requirements: tuple[str, ...] = Field((), description="requirements added to what the project's files name")
+    import_roots: tuple[str, ...] = Field(
+        (), description="folders of the code its packages are imported from, such as [\"src\"]; empty: read from its "
+                        "build or pytest configuration, else src/ when the packages are there, else the root")
+    index_ports: tuple[int, ...] = Field((443, 80), description="TCP ports the environment's build may connect to "
+                                                                "(the package index's)")
+    install_project: bool = Field(
+        True, description="also install the project itself (without its dependencies) when its environment is built, "
+                          "so that code reading its own metadata (importlib.metadata.version) works; what is measured is "
+                          "always the commit's code, first on sys.path")
+
+
 class Config(Model):
     paths: PathsConfig = PathsConfig()
     isolation: IsolationConfig = IsolationConfig()
@@ -229,6 +247,7 @@ class Config(Model):
     sim: SimConfig = SimConfig()
     gateway: GatewayConfig = GatewayConfig()
     cluster: ClusterConfig = ClusterConfig()
+    env: EnvConfig = EnvConfig()
 
     @model_validator(mode="after")
     def _providers_exist(self) -> Config:

@@ -143,9 +143,11 @@ class Run:
         remove_tree(self.folder)
 
 
-def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], folder: Path) -> Run:
+def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], folder: Path, *, python: str = sys.executable,
+            roots: tuple[str, ...] = ("",)) -> Run:
     """Copy canon into folder/canon, plant the canaries there, make folder/tmp; the caller runs `Run.request` (sandboxed
-    to write only folder/tmp), then judges its outcome and closes the run."""
+    to write only folder/tmp), then judges its outcome and closes the run. python and roots: the project's
+    interpreter and import roots (shared/environment.py)."""
     remove_tree(folder)
     folder.mkdir(parents=True)
     copy = folder / "canon"
@@ -158,17 +160,20 @@ def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], folder: Pat
         if not path.is_symlink():
             path.chmod(0o555 if path.is_dir() else 0o444)
     (folder / "tmp").mkdir()
-    return Run(command(copy, code_dir, nodes, planted.nodes), folder, expected_tests(canon_dir, nodes), planted, canon_dir,
-               code_dir)
+    argv = command(copy, code_dir, nodes, planted.nodes, python, roots)
+    return Run(argv, folder, expected_tests(canon_dir, nodes), planted, canon_dir, code_dir)
 
 
-def command(copy: Path, code_dir: Path, nodes: tuple[str, ...], canaries: tuple[str, ...]) -> tuple[str, ...]:
-    """argv of one run: our runner in isolated mode, on the copy's tests and the canaries."""
+def command(copy: Path, code_dir: Path, nodes: tuple[str, ...], canaries: tuple[str, ...], python: str,
+            roots: tuple[str, ...]) -> tuple[str, ...]:
+    """argv of one run: our runner in isolated mode under the project's interpreter, on the copy's tests and the
+    canaries, with the code's import roots first on sys.path."""
     whole_files = {node for node in nodes if "::" not in node}
     targets = [str(copy / node) for node in nodes]
     targets += [str(copy / canary) for canary in canaries if _file(canary) not in whole_files]
     ini = next((copy / n for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg") if (copy / n).is_file()), None)
-    return (sys.executable, "-I", "-B", str(RUNNER), "--code", str(code_dir), "--",
+    code = [flag for root in roots for flag in ("--code", str(code_dir / root) if root else str(code_dir))]
+    return (python, "-I", "-B", str(RUNNER), *code, "--",
             "-q", "-p", "no:cacheprovider", "--no-header", "--continue-on-collection-errors",
             f"--rootdir={copy}", f"--confcutdir={copy}",
             "-c", str(ini) if ini else os.devnull, *targets)

@@ -1,6 +1,6 @@
 """Run canon's conformance tests and report each test's outcome outside the exit code.
 
-    BANACH_REPORT_FD=N python -I /path/to/shared/testrun.py --code DIR -- PYTEST_ARGS...
+    BANACH_REPORT_FD=N python -I /path/to/shared/testrun.py --code DIR [--code DIR]... -- PYTEST_ARGS...
 
 Started by absolute path in isolated mode (-I): neither the working directory, nor PYTHONPATH, nor this
 file's folder is on sys.path, so nothing in the work tree can stand in for pytest or for this runner. The
@@ -8,9 +8,10 @@ report goes to descriptor N, a pipe the measuring process made for this run alon
 path names it, so no other check, and nothing outside this process, can write it or swap it. The process
 makes itself non-dumpable first, so that other processes of its user cannot open its descriptors through
 /proc either. A line is written and flushed as each test ends, and the last line says pytest finished; a
-run without that line measures nothing (shared/conformance.py). Only then is the code put first on
-sys.path, so the project's own modules (even ones named `shared`, `canon` or `pytest`) are what its tests
-import.
+run without that line measures nothing (shared/conformance.py). Only then are the code's import roots (its
+root, or src/ for a src layout) put first on sys.path, so the project's own modules (even ones named `shared`,
+`canon` or `pytest`) are what its tests import, before any installed copy. It runs under the project's
+interpreter (shared/environment.py) as well as Banach's.
 
 This file imports nothing from Banach: in this process Banach's packages must neither shadow the
 project's nor be shadowed by them.
@@ -62,7 +63,7 @@ def main(argv: list[str]) -> int:
     _not_dumpable()
     split = argv.index("--")
     options, pytest_args = argv[:split], argv[split + 1:]
-    values = {options[i]: options[i + 1] for i in range(0, len(options) - 1, 2)}
+    roots = [options[i + 1] for i in range(0, len(options) - 1, 2) if options[i] == "--code"]
     descriptor = os.environ.pop(REPORT_FD_ENV, "")
     if not descriptor.isdigit():
         print(f"testrun: no report channel ({REPORT_FD_ENV} is not set); nothing can be measured", file=sys.stderr)
@@ -71,9 +72,7 @@ def main(argv: list[str]) -> int:
     channel = os.fdopen(int(descriptor), "w", encoding="utf-8")  # held open for the whole run
     import pytest  # before the code is on sys.path: a project's pytest.py cannot stand in for it
 
-    code = values.get("--code")
-    if code:
-        sys.path.insert(0, code)
+    sys.path[:0] = roots  # the project's import roots, in order, before anything installed
     return int(pytest.main(pytest_args, plugins=[Reporter(channel)]))
 
 

@@ -37,6 +37,7 @@ from canon.store import TESTS_DIR, CanonStore
 from shared.checks import snapshot
 from shared.checks.oracle import Result, build_checks, check_limits, run_checks
 from shared.checks.store import PlanStore
+from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError
 from shared.git import Entry, GitRepo, is_repo
 from shared.isolation.policy import sandbox_flags
@@ -116,10 +117,14 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
         canon = Canon(version=store.version() + 1, commit=canon_commit, documents=tuple(documents),
                       test_files=tuple(sorted(p for p in stored.files_at(canon_commit) if p.startswith(f"{TESTS_DIR}/"))))
         keys = {(w.requirement.id, w.identity) for w in wanted}
-        checks = [c for c in build_checks(canon, stored, stored, code_commit, limits.check_timeout)
+        try:
+            env = project_env(ws, "spec", stored, code_commit, snap.code)
+        except ProjectEnvError as exc:
+            return DryRun(refusals=(f"the new checks cannot run: {exc}",))
+        checks = [c for c in build_checks(canon, stored, stored, code_commit, limits.check_timeout, env)
                   if (c.requirement, c.identity) in keys]
         results = run_checks(checks, snap, jobs=limits.jobs, memo=None, sandbox_flags=sandbox_flags(ws, [snap.scratch]),
-                             limits=check_limits(ws.config))
+                             limits=check_limits(ws.config), env=env)
         known = KnownPaths([*stored.files_at(code_commit), *stored.files_at(canon_commit)])
         refusals, notes = [], []
         for result in results:
@@ -205,10 +210,13 @@ def _collection_error(file: str, kind: str, message: str, frames: list[str], req
         if module and not _module_may_exist(module.group(1), req, known):
             name = module.group(1)
             below = _elsewhere_in_code(name, known)
-            hint = (f"; the code has {below}/, but tests import from the code's root, not from {below.rsplit('/', 1)[0]}/"
-                    if "/" in below else "")
+            hint = (f"; the code has {below}/, but tests import from the code's root, not from {below.rsplit('/', 1)[0]}/ "
+                    f"(say so with [env] import_roots = [\"{below.rsplit('/', 1)[0]}\"] in banach.toml, or in the "
+                    "project's pytest pythonpath)" if "/" in below else "")
             return (f"{where}: it imports {name}, which is not installed, not in the code, and not a path "
-                    f"{req.id} lets build create (paths: {', '.join(req.paths) or 'none'}){hint}")
+                    f"{req.id} lets build create (paths: {', '.join(req.paths) or 'none'}){hint}. If {name} is a "
+                    f"third-party package the tests need, add it to the project's dependencies (pyproject.toml's "
+                    f"test extra, or a requirements file) or to [env] requirements in banach.toml")
         return ""
     if kind.endswith("ImportError"):
         cannot = _CANNOT_IMPORT.search(message)

@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass
 
 from shared.cgroups import containment_available
+from shared.errors import BanachError
 from shared.isolation.sandbox import landlock_abi, landlock_features
 from shared.workspace import Workspace
 
@@ -74,6 +75,7 @@ def examine(ws: Workspace | None) -> list[Finding]:
                                 "and keep the workspace outside private folders"))
         findings.append(Finding(os.geteuid() == 0, "users backend: 'banach up' must run as root",
                                 "" if os.geteuid() == 0 else "run 'sudo banach up'"))
+    findings += _environment_findings(ws)
     findings += _agent_findings(ws)
     findings += _gateway_findings(ws)
     for store, path in (("canon", ws.canon / ".git"), ("code", ws.code_git)):
@@ -157,6 +159,23 @@ def _gateway_findings(ws: Workspace) -> list[Finding]:
                                     f"{ws.root}' (reads it from stdin)" + (f", or export ${provider.key_env} for a "
                                     "single build-loop run" if provider.key_env else "")))
     return findings
+
+
+def _environment_findings(ws: Workspace) -> list[Finding]:
+    """What the project's code needs to be measured (shared/environment.py), read from its files at HEAD."""
+    from shared.environment import what_it_needs
+    from shared.git import is_repo
+
+    if not is_repo(ws.code, ws.code_git):
+        return []
+    code = ws.code_repo()
+    head = code.head()
+    if head is None:
+        return []
+    try:
+        return [Finding(True, f"environment: {what_it_needs(ws, code, head)}", "")]
+    except BanachError as exc:
+        return [Finding(False, f"environment: {exc}", "fix the project's dependency files or [env] in banach.toml")]
 
 
 def _agent_findings(ws: Workspace) -> list[Finding]:

@@ -8,6 +8,7 @@ from shared.app import supervisor
 from shared.contracts import current_turn
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
+from shared.environment import describe_cached
 from shared.errors import BanachError
 from shared.isolation.sandbox import landlock_abi
 from shared.journal import Journal
@@ -137,6 +138,7 @@ def status(ws: Workspace) -> dict[str, Any]:
             "warning": "NOTHING IS ENFORCED: isolation backend is 'none'" if backend == "none" else "",
             "roles": _roles(ws, backend),
         },
+        "environments": [line for role in ("spec", "plan", "build") for line in describe_cached(ws, role)],
         "processes": processes,
         "supervisor_running": bool(processes),
         "paths": {
@@ -239,6 +241,9 @@ def render(info: dict[str, Any]) -> str:
     lines.append(f"isolation   {iso['backend']}"
                  + (f" (Landlock ABI {iso['landlock_abi']})" if iso["backend"] == "landlock" else "")
                  + (f"  WARNING: {iso['warning']}" if iso["warning"] else ""))
+    for environment in info["environments"] or ["the project's code runs on Banach's own interpreter (it needs nothing "
+                                                "beyond pytest)"]:
+        lines.append(f"environment {environment}")
     if info["processes"]:
         lines.append("processes   " + ", ".join(f"{role} {p['state'].lower()} (pid {p['pid']})"
                                                 for role, p in info["processes"].items()))

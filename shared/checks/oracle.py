@@ -27,6 +27,7 @@ from canon.scope import matches
 from shared import conformance, tamper
 from shared.checks.snapshot import Snapshot
 from shared.config import Config
+from shared.environment import ProjectEnv
 from shared.git import GitRepo
 from shared.journal import Memo, canonical
 from shared.process import Limits, Outcome, Request, run
@@ -72,7 +73,10 @@ def _code_key(req: Requirement, tree: str, blobs: Callable[[], dict[str, str]]) 
     return "reads:" + hashlib.sha256(canonical(chosen).encode()).hexdigest()
 
 
-def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: str, timeout: float) -> list[Check]:
+def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: str, timeout: float,
+                 env: ProjectEnv | None = None) -> list[Check]:
+    """env: the environment the checks run in; its key and import roots are part of every memo key."""
+    env_key = {"env": env.key, "roots": list(env.roots)} if env is not None and (env.key or env.roots != ("",)) else {}
     tests_tree = canon_repo.tree_id(canon.commit, "tests") if canon.test_files else ""
     cache: dict[str, dict[str, str]] = {}
 
@@ -86,11 +90,12 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
     for req in sorted(canon.requirements.values(), key=lambda r: r.id):
         code_key = _code_key(req, tree, blobs) if req.measured else ""
         for index, command in enumerate(req.checks):
-            key = canonical({"k": "check", "cmd": command, "t": timeout, "code": code_key})
+            key = canonical({"k": "check", "cmd": command, "t": timeout, "code": code_key, **env_key})
             checks.append(Check(req.id, f"check:{index}", ("/bin/sh", "-c", command), command, timeout,
                                 hashlib.sha256(key.encode()).hexdigest()))
         if req.tests:
-            key = canonical({"k": "tests", "nodes": req.tests, "t": timeout, "code": code_key, "canon": tests_tree})
+            key = canonical({"k": "tests", "nodes": req.tests, "t": timeout, "code": code_key, "canon": tests_tree,
+                             **env_key})
             checks.append(Check(req.id, "tests", tuple(req.tests), "pytest " + " ".join(req.tests), timeout,
                                 hashlib.sha256(key.encode()).hexdigest()))
     return checks
@@ -117,27 +122,28 @@ def _confined(argv: tuple[str, ...], writable: Path, hidden: list[Path]) -> tupl
 
 
 def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | None, sandboxed: bool,
-             siblings: list[Path]) -> _Prepared:
+             siblings: list[Path], env: ProjectEnv) -> _Prepared:
     """folder: this check's own, beside its siblings' (each check reads none of theirs when sandboxed)."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    env_vars = {
+        "PATH": str(Path(env.python).parent) + os.pathsep + path if env.key else path,  # the project's venv first
         "LANG": os.environ.get("LANG", "C.UTF-8"),
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": str(snapshot.code),
+        "PYTHONPATH": os.pathsep.join(str(snapshot.code / root) if root else str(snapshot.code) for root in env.roots),
         "BANACH_CANON": str(snapshot.canon),
         "BANACH_CODE": str(snapshot.code),
-        "BANACH_PYTHON": sys.executable,
+        "BANACH_PYTHON": env.python,
     }
     others = [sibling for sibling in siblings if sibling != folder]
     if check.identity != "tests":
         scratch = folder / "tmp"
         scratch.mkdir(parents=True)
         argv = _confined(check.argv, scratch, others) if sandboxed else check.argv
-        return _Prepared(Request(argv, cwd=snapshot.code, env={**env, "HOME": str(scratch), "TMPDIR": str(scratch)},
+        return _Prepared(Request(argv, cwd=snapshot.code, env={**env_vars, "HOME": str(scratch), "TMPDIR": str(scratch)},
                                  timeout=check.timeout, grace=0.5, limits=limits))
-    measured = conformance.prepare(snapshot.canon, snapshot.code, check.argv, folder)
+    measured = conformance.prepare(snapshot.canon, snapshot.code, check.argv, folder, python=env.python, roots=env.roots)
     wrap = (lambda argv: _confined(argv, measured.scratch, [snapshot.canon, *others])) if sandboxed else None
-    return _Prepared(measured.request(env=env, timeout=check.timeout, limits=limits, wrap=wrap),
+    return _Prepared(measured.request(env=env_vars, timeout=check.timeout, limits=limits, wrap=wrap),
                      measured)
 
 
@@ -223,6 +229,7 @@ def run_checks(
     sandbox_flags: list[str] | None,
     limits: Limits | None = None,
     remote: Callable[[list[Check]], list[Result]] | None = None,
+    env: ProjectEnv | None = None,
 ) -> list[Result]:
     """sandbox_flags: the Landlock wrapper's flags (the checks then run in one sandboxed runner, each check in a
     Landlock domain of its own inside it), or None.
@@ -249,7 +256,8 @@ def run_checks(
     prepared: list[_Prepared] = []
     try:
         for (_, check), folder in zip(todo_here, folders, strict=True):
-            prepared.append(_prepare(check, snapshot, folder, limits, sandbox_flags is not None, folders))
+            prepared.append(_prepare(check, snapshot, folder, limits, sandbox_flags is not None, folders,
+                                     env or ProjectEnv(sys.executable, ("",), "")))
         if todo_here and sandbox_flags is not None:
             ran = _run_sandboxed([c for _, c in todo_here], prepared, snapshot, workers, sandbox_flags, limits)
             for (index, _), result in zip(todo_here, ran, strict=True):

@@ -133,11 +133,13 @@ def sandbox_flags(ws: Workspace, writable: list[Path], hidden: list[Path] | None
 
 
 def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, hidden: list[Path] | None = None,
-                 gateway_relay: tuple[Path, int] | None = None) -> tuple[str, ...]:
+                 gateway_relay: tuple[Path, int] | None = None,
+                 connect_ports: tuple[int, ...] | None = None) -> tuple[str, ...]:
     """Wrap a child's argv so that it runs with writes narrowed to `writable`, the receipt keys unreadable, and no
     signals or abstract unix sockets to processes outside where the kernel has scopes (landlock backend only).
     Isolated mode (-I): neither the child's cwd (the work tree) nor PYTHONPATH can put a module before the wrapper's.
 
+    connect_ports: TCP connects only to these ports, where the kernel has Landlock network rules.
     gateway_relay (socket, port): the gateway-only network, where 127.0.0.1:port is the gateway's unix socket and
     nothing else is reachable (shared/isolation/netrelay.py). It needs the wrapper, so another backend is refused for it."""
     from shared.isolation.sandbox import landlock_features
@@ -153,4 +155,6 @@ def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, 
     if gateway_relay is not None:
         socket_path, port = gateway_relay
         flags += ["--gateway-relay", f"{socket_path}:{port}"]
+    if connect_ports is not None and landlock_features()["net"]:  # TCP to these ports only (any address)
+        flags += [flag for port in connect_ports for flag in ("--connect-port", str(port))]
     return (sys.executable, "-I", "-m", "shared.isolation.sandbox", *flags, *scope, "--", *argv)

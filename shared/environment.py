@@ -1,0 +1,278 @@
+"""The project's environment: which interpreter runs the project's code and tests, with which dependencies, and
+where its packages are imported from.
+
+    env = project_env(ws, "plan", repo, commit)   # one entry point, for every role
+    env.python    # the interpreter conformance runs and checks use
+    env.roots     # the import roots in the code's tree: ("",) for a flat layout, ("src",) for a src layout
+
+What it needs is read from the commit's objects (never a work tree): `[project]` dependencies and the test extras
+of pyproject.toml (and PEP 735 groups), setup.cfg's install_requires and test extras, an sdist's
+*.egg-info/requires.txt, and requirements files; `[env] requirements` adds to them. A project that needs nothing
+beyond pytest runs on Banach's own interpreter, as before. Otherwise a venv is built once per key (the dependency
+files, the interpreter, the [env] config) under the role's own state (`state/ROLE/env/KEY`; each role writes only
+its own state), sandboxed like a check: it writes only its folder and a pip cache beside it, reaches TCP only on
+`[env] index_ports`, and cannot read the keys. A build that fails is a named failure with pip's words. The project
+itself is never installed: what is measured is the commit's export, first on sys.path from its import roots.
+"""
+from __future__ import annotations
+
+import configparser
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from shared.atomic import file_lock, write_json
+from shared.errors import BanachError
+from shared.export import remove_tree
+from shared.git import GitRepo
+from shared.process import Request, run
+from shared.workspace import Role, Workspace
+
+TEST_EXTRAS = ("test", "tests", "testing", "dev")
+REQUIREMENT_FILES = re.compile(r"^(?:requirements(?:[-_.][\w-]+)?\.txt|requirements/[\w.-]+\.txt|"
+                               r"(?:test|dev)[-_]requirements\.txt)$")
+DEPENDENCY_FILES = re.compile(r"^(?:pyproject\.toml|setup\.cfg|setup\.py|uv\.lock|[\w.-]+\.egg-info/requires\.txt)$")
+BUILD_TIMEOUT = 900.0
+
+
+class ProjectEnvError(BanachError):
+    """The project's environment could not be built: the message carries pip's own words."""
+
+
+@dataclass(frozen=True)
+class ProjectEnv:
+    python: str
+    roots: tuple[str, ...]
+    key: str  # "" for Banach's own interpreter
+    requirements: tuple[str, ...] = ()
+    folder: Path | None = None
+
+    def describe(self) -> str:
+        where = f"venv {self.folder} (key {self.key[:12]})" if self.folder else "Banach's own interpreter"
+        roots = ", ".join(root or "." for root in self.roots)
+        needs = ", ".join(self.requirements) or "nothing beyond pytest"
+        return f"{where}: {self.python}; import roots {roots}; needs {needs}"
+
+
+def _pyproject(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _from_pyproject(data: dict[str, Any]) -> list[str]:
+    project = data.get("project", {})
+    found = [str(r) for r in project.get("dependencies", [])]
+    extras = project.get("optional-dependencies", {})
+    groups = data.get("dependency-groups", {})
+    for name in TEST_EXTRAS:
+        found += [str(r) for r in extras.get(name, [])]
+        found += [str(r) for r in groups.get(name, []) if isinstance(r, str)]
+    return found
+
+
+def _from_setup_cfg(text: str) -> list[str]:
+    parser = configparser.ConfigParser()
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return []
+    found = parser.get("options", "install_requires", fallback="").splitlines()
+    for name in TEST_EXTRAS:
+        found += parser.get("options.extras_require", name, fallback="").splitlines()
+    return [line.strip() for line in found if line.strip()]
+
+
+def _from_egg_info(text: str) -> list[str]:
+    """requires.txt: the run-time requirements, then `[extra]` sections; the test extras are taken too."""
+    found, section = [], ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").split(":")[0]
+        elif line and (not section or section in TEST_EXTRAS):
+            found.append(line)
+    return found
+
+
+def _from_requirements(text: str) -> list[str]:
+    """Plain requirement lines; options, includes and the project itself (`-e .`, `.`) are left out."""
+    lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    return [line for line in lines if line and not line.startswith(("-", ".", "/")) and "://" not in line]
+
+
+def requirements(files: Mapping[str, bytes], extra: tuple[str, ...] = ()) -> list[str]:
+    """What the project needs installed to run its tests, from its dependency files (read, never run)."""
+    found: list[str] = []
+    for path, content in sorted(files.items()):
+        text = content.decode("utf-8", errors="replace")
+        if path == "pyproject.toml":
+            found += _from_pyproject(_pyproject(text))
+        elif path == "setup.cfg":
+            found += _from_setup_cfg(text)
+        elif path.endswith(".egg-info/requires.txt") and "/" not in path.removesuffix("/requires.txt"):
+            found += _from_egg_info(text)
+        elif REQUIREMENT_FILES.match(path):
+            found += _from_requirements(text)
+    return list(dict.fromkeys([*found, *extra]))
+
+
+def import_roots(files: Mapping[str, bytes], tree: list[str], override: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Where the project's packages are imported from: `[env] import_roots`, else what its build or pytest configuration
+    says (pytest's pythonpath, setuptools' package-dir or packages.find.where, hatch's wheel packages), else src/ when
+    the packages are there and not at the root, else the root."""
+    if override:
+        return override
+    data = _pyproject(files.get("pyproject.toml", b"").decode("utf-8", errors="replace"))
+    tool = data.get("tool", {})
+    pythonpath = tool.get("pytest", {}).get("ini_options", {}).get("pythonpath")
+    if pythonpath:
+        return tuple([pythonpath] if isinstance(pythonpath, str) else [str(p) for p in pythonpath])
+    setuptools = tool.get("setuptools", {})
+    package_dir = setuptools.get("package-dir", {}).get("")
+    where = setuptools.get("packages", {}).get("find", {}).get("where") if isinstance(setuptools.get("packages"), dict) else None
+    hatch = tool.get("hatch", {}).get("build", {}).get("targets", {}).get("wheel", {}).get("packages", [])
+    for candidate in [package_dir, *(where or []), *(str(PurePosixPath(p).parent) for p in hatch)]:
+        if candidate and candidate != ".":
+            return (str(candidate).strip("/"),)
+    top = {PurePosixPath(p).parts[0] for p in tree if p.endswith("/__init__.py") and len(PurePosixPath(p).parts) == 2}
+    under_src = any(p.startswith("src/") and p.endswith("/__init__.py") and len(PurePosixPath(p).parts) == 3 for p in tree)
+    return ("src",) if under_src and not top - {"tests", "test", "docs"} else ("",)
+
+
+def has_build_files(files: Mapping[str, bytes]) -> bool:
+    return any(path in ("pyproject.toml", "setup.py", "setup.cfg") for path in files)
+
+
+def _own_pytest(found: list[str]) -> list[str]:
+    """The conformance runner needs pytest in the environment: Banach's version unless the project names one."""
+    import pytest
+
+    named = any(re.match(r"^pytest\s*(?:[<>=!~;\[]|$)", r) for r in found)
+    return found if named else [*found, f"pytest=={pytest.__version__}"]
+
+
+def _key(files: Mapping[str, bytes], python: str, config: object) -> str:
+    digest = hashlib.sha256()
+    for path, content in sorted(files.items()):
+        digest.update(f"{path}\0{len(content)}\0".encode() + content)
+    digest.update(f"\0{python}\0{config!r}".encode())
+    return digest.hexdigest()[:24]
+
+
+def _build(ws: Workspace, folder: Path, python: str, needs: list[str], cache: Path, project: Path | None) -> str:
+    """venv + pip install, sandboxed: the build runs code the agent may have written (a setup.py of a dependency).
+    project: the code's tree, installed too (without dependencies) so that code reading its own distribution's
+    metadata works; returns whether that went ("yes", or "no (why)"), which is not a failure of the environment."""
+    from shared.isolation.policy import sandbox_argv
+
+    building = folder.with_name(folder.name + ".building")
+    remove_tree(building)
+    building.mkdir(parents=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(building), "TMPDIR": str(building),
+           "PIP_CACHE_DIR": str(cache), "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1",
+           **{k: v for k, v in os.environ.items() if k.startswith("PIP_") and k not in ("PIP_CACHE_DIR",)}}
+    ports = tuple(ws.config.env.index_ports)
+    venv_python = str(building / "venv" / "bin" / "python")
+    steps = [(python, "-m", "venv", str(building / "venv")), (venv_python, "-m", "pip", "install", "--no-input", *needs)]
+    for argv in steps:
+        outcome = run(Request(sandbox_argv(ws, argv, [building, cache], connect_ports=ports), cwd=building, env=env,
+                              timeout=BUILD_TIMEOUT))
+        if not outcome.ok:
+            tail = "\n".join((outcome.stdout + outcome.stderr).strip().splitlines()[-25:])
+            remove_tree(building)
+            raise ProjectEnvError(f"the project's environment could not be built ({' '.join(argv[2:4])} "
+                                  f"{' '.join(needs)}): exit {outcome.returncode}\n{tail}\nFix the project's "
+                                  "dependency files, or [env] in banach.toml (requirements, python, index_ports)")
+    installed = ""
+    if project is not None:  # for its metadata only (importlib.metadata.version): the commit's code comes first
+        copy = building / "project"
+        shutil.copytree(project, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        argv = (venv_python, "-m", "pip", "install", "--no-input", "--no-deps", str(copy))
+        outcome = run(Request(sandbox_argv(ws, argv, [building, cache], connect_ports=ports), cwd=building, env=env,
+                              timeout=BUILD_TIMEOUT))
+        remove_tree(copy)
+        last = (outcome.stdout + outcome.stderr).strip().splitlines()[-1:]
+        installed = "yes" if outcome.ok else f"no (exit {outcome.returncode}: {last[0] if last else 'no output'})"
+    remove_tree(folder)
+    building.rename(folder)
+    return installed
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    files: dict[str, bytes]
+    roots: tuple[str, ...]
+    needs: list[str]  # empty: Banach's own interpreter will do
+    python: str
+    key: str
+
+
+def _wanted(ws: Workspace, repo: GitRepo, commit: str) -> _Wanted:
+    config = ws.config.env
+    entries = repo.tree_entries(commit)
+    wanted = {path: entry.blob for path, entry in entries.items()
+              if DEPENDENCY_FILES.match(path) or REQUIREMENT_FILES.match(path)}
+    contents = repo.blobs(sorted(set(wanted.values())))
+    files = {path: contents.get(blob, b"") for path, blob in wanted.items()}
+    roots = import_roots(files, list(entries), tuple(config.import_roots))
+    needs = requirements(files, tuple(config.requirements)) if config.build != "none" else list(config.requirements)
+    python = config.python or getattr(sys, "_base_executable", sys.executable)
+    if not needs:
+        return _Wanted(files, roots, [], sys.executable, "")
+    needs = _own_pytest(needs)
+    return _Wanted(files, roots, needs, python, _key(files, python, (config.requirements, config.index_ports, needs)))
+
+
+def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Path | None = None) -> ProjectEnv:
+    """The environment the code at commit is measured in, built when its key is new (under a lock: lanes and
+    passes may ask at once). tree: the commit's files on disk, installed into a new environment for their metadata
+    ([env] install_project)."""
+    wanted = _wanted(ws, repo, commit)
+    if not wanted.key:
+        return ProjectEnv(sys.executable, wanted.roots, "")
+    folder = ws.role_dir(role) / "env" / wanted.key
+    with file_lock(folder.with_name(wanted.key + ".lock"), what="building the project's environment"):
+        if not (folder / "env.json").is_file():
+            started = time.monotonic()
+            project = tree if ws.config.env.install_project and has_build_files(wanted.files) else None
+            installed = _build(ws, folder, wanted.python, wanted.needs, ws.role_dir(role) / "env" / "pip-cache", project)
+            write_json(folder / "env.json", {"python": wanted.python, "requirements": wanted.needs,
+                                             "roots": list(wanted.roots), "project_installed": installed or "not asked",
+                                             "built_seconds": round(time.monotonic() - started, 1),
+                                             "built_at": time.time()})
+    return ProjectEnv(str(folder / "venv" / "bin" / "python"), wanted.roots, wanted.key, tuple(wanted.needs), folder)
+
+
+def what_it_needs(ws: Workspace, repo: GitRepo, commit: str) -> str:
+    """For doctor: what the code at commit needs, where its packages are, and which roles have built it."""
+    wanted = _wanted(ws, repo, commit)
+    roots = ", ".join(root or "." for root in wanted.roots)
+    if not wanted.key:
+        return f"the code needs nothing beyond pytest (Banach's own interpreter); import roots {roots}"
+    built = [role for role in ("spec", "plan", "build") if (ws.role_dir(role) / "env" / wanted.key / "env.json").is_file()]
+    return (f"the code needs {', '.join(wanted.needs)} in a venv from {wanted.python}; import roots {roots}; built for "
+            f"{', '.join(built) or 'no role yet (each builds it at its first measurement)'}")
+
+
+def describe_cached(ws: Workspace, role: Role) -> list[str]:
+    """For status and doctor: each environment the role has built, with its age and size."""
+    lines = []
+    for record in sorted((ws.role_dir(role) / "env").glob("*/env.json")):
+        data = json.loads(record.read_text())
+        size = sum(p.stat().st_size for p in record.parent.rglob("*") if p.is_file() and not p.is_symlink())
+        age = (time.time() - float(data.get("built_at", 0))) / 3600
+        lines.append(f"{role} env {record.parent.name[:12]}: {data['python']}, {len(data['requirements'])} "
+                     f"requirement(s), built {age:.1f} h ago in {data.get('built_seconds', '?')} s, {size / 2**20:.0f} MiB")
+    return lines

@@ -1,0 +1,37 @@
+"""SIMULATED agent (a scripted stand-in for an LLM) for the vendored real projects in tests/test_real_projects.py.
+
+It writes the right change for the one requirement it knows of the prompt (HUM-1: humanize.time.is_today; SLUG-1:
+slugify.slugify_title), as a model might: a function appended to the module the requirement's paths name.
+"""
+import os
+import re
+from pathlib import Path
+
+CHANGES = {
+    "HUM-1": ("src/humanize/time.py", '''
+
+def is_today(value: dt.date | dt.datetime) -> bool:
+    """Whether the date (or the datetime's date) is today."""
+    day = value.date() if isinstance(value, dt.datetime) else value
+    return day == _now().date()
+'''),
+    "SLUG-1": ("slugify/slugify.py", '''
+
+def slugify_title(text: str) -> str:
+    """The slug of text with each word capitalised: 'Über Straße' gives 'Uber-Strasse'."""
+    return "-".join(word.capitalize() for word in slugify(text).split("-"))
+'''),
+}
+
+prompt = Path(os.environ["BANACH_PROMPT_FILE"]).read_text()
+asked = re.search(r"^Requirements:\s*(.+)$", prompt, re.M)
+wanted = [rid.strip() for rid in asked.group(1).split(",")] if asked else []
+for rid in wanted:
+    if rid in CHANGES:
+        path, code = CHANGES[rid]
+        module = Path(path)
+        module.write_text(module.read_text().rstrip("\n") + "\n" + code)
+        print(f"SIMULATED agent: wrote the change for {rid} in {path}")
+        break
+else:
+    print("SIMULATED agent: nothing I know how to do here")

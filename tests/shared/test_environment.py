@@ -1,0 +1,84 @@
+"""The project's environment: what it needs is read from its files (never run), where its packages are is found
+from its configuration or its tree, and building it runs the project's code only inside the sandbox. The walks of
+real projects through every loop are in tests/test_real_projects.py."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from shared.environment import import_roots, project_env, requirements
+from shared.workspace import Workspace
+from tests.helpers.workspaces import example, git
+
+PYPROJECT = b"""[project]
+name = "demo"
+dependencies = ["requests>=2", "attrs"]
+[project.optional-dependencies]
+tests = ["freezegun", "pytest"]
+docs = ["sphinx"]
+[dependency-groups]
+dev = ["hypothesis"]
+"""
+
+
+def test_requirements_come_from_every_kind_of_dependency_file_and_only_test_extras() -> None:
+    found = requirements({
+        "pyproject.toml": PYPROJECT,
+        "setup.cfg": b"[options]\ninstall_requires =\n    click>=8\n[options.extras_require]\ntest =\n    mock\n",
+        "demo.egg-info/requires.txt": b"text-unidecode>=1.3\n\n[unidecode]\nUnidecode>=1.1.1\n\n[test]\ncoverage\n",
+        "requirements-dev.txt": b"# tools\nruff==0.5  # pinned\n-e .\n-r other.txt\n--index-url http://x\n.\n",
+        "docs/requirements.txt": b"mkdocs\n",  # not a requirements file of the project's root
+    }, ("extra-one",))
+    assert found == ["text-unidecode>=1.3", "coverage", "requests>=2", "attrs", "freezegun", "pytest", "hypothesis",
+                     "ruff==0.5", "click>=8", "mock", "extra-one"]
+    assert requirements({}) == [] and requirements({"pyproject.toml": b"not [toml"}) == []
+
+
+@pytest.mark.parametrize(("files", "tree", "roots"), [
+    ({}, ["pkg/__init__.py", "tests/test_x.py"], ("",)),
+    ({}, ["src/humanize/__init__.py", "tests/__init__.py"], ("src",)),
+    ({}, ["src/a/__init__.py", "b/__init__.py"], ("",)),  # a package at the root too: the root
+    ({"pyproject.toml": b'[tool.pytest.ini_options]\npythonpath = ["lib", "."]\n'}, [], ("lib", ".")),
+    ({"pyproject.toml": b'[tool.setuptools]\npackage-dir = {"" = "source"}\n'}, [], ("source",)),
+    ({"pyproject.toml": b'[tool.setuptools.packages.find]\nwhere = ["python"]\n'}, [], ("python",)),
+    ({"pyproject.toml": b'[tool.hatch.build.targets.wheel]\npackages = ["src/foo"]\n'}, [], ("src",)),
+], ids=["flat", "src", "both", "pytest-pythonpath", "package-dir", "find-where", "hatch"])
+def test_import_roots(files: dict[str, bytes], tree: list[str], roots: tuple[str, ...]) -> None:
+    assert import_roots(files, tree) == roots
+    assert import_roots(files, tree, ("custom",)) == ("custom",)
+
+
+def test_a_project_that_needs_nothing_runs_on_banachs_interpreter(tmp_path: Path) -> None:
+    ws = example(tmp_path)
+    env = project_env(ws, "plan", ws.code_repo(), git(ws.code, "rev-parse", "HEAD"))
+    assert env.key == "" and env.roots == ("",) and not (ws.role_dir("plan") / "env").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.landlock
+def test_building_the_environment_runs_the_projects_setup_py_only_in_the_sandbox(tmp_path: Path) -> None:
+    """install_project runs the project's setup.py (code the agent may have written): it can write only the
+    environment's folder. The control: the same setup.py run plainly does write its marker."""
+    ws = example(tmp_path, backend="landlock")
+    marker = ws.root / "PWNED-setup-py"
+    setup = (f"import pathlib\ntry:\n    pathlib.Path({str(marker)!r}).write_text('ran')\nexcept OSError as exc:\n"
+             f"    print('DENIED', exc)\nfrom setuptools import setup\nsetup(name='textkit', version='0', packages=[])\n")
+    (ws.code / "setup.py").write_text(setup)
+    (ws.code / "requirements.txt").write_text("iniconfig\n")
+    git(ws.code, "add", "setup.py", "requirements.txt")
+    git(ws.code, "commit", "-qm", "a setup.py")
+    ws = Workspace.open(ws.root)
+    env = project_env(ws, "plan", ws.code_repo(), git(ws.code, "rev-parse", "HEAD"), ws.code)
+    assert env.key and Path(env.python).is_file()
+    assert not marker.exists(), "the project's setup.py wrote outside the environment"
+    record = json.loads((Path(env.python).parents[2] / "env.json").read_text())
+    assert record["requirements"][0] == "iniconfig" and record["project_installed"] == "yes", record
+    said = subprocess.run([env.python, "-c", "import iniconfig, pytest; print('ok')"], capture_output=True, text=True)
+    assert said.stdout.strip() == "ok", said.stderr
+    again = project_env(ws, "plan", ws.code_repo(), git(ws.code, "rev-parse", "HEAD"), ws.code)
+    assert again == env  # the same key: built once
+    subprocess.run(["python3", "setup.py", "--name"], cwd=ws.code, capture_output=True, check=False)
+    assert marker.exists()  # the control: outside the sandbox it does write
