@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -257,7 +258,8 @@ class Governor:
                             gateway_relay=relay)
         env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
         env.update({"BANACH_PROMPT_FILE": str(turn.folder / "prompt.md"), "BANACH_ITEM": turn.item.id,
-                    "BANACH_ITERATION": str(turn.n), "TMPDIR": str(agent_scratch)})
+                    "BANACH_ITERATION": str(turn.n), "TMPDIR": str(agent_scratch),
+                    "BANACH_PYTHON": turn.project.python if turn.project else sys.executable})  # the tests run there
         env.update(agents.preset_env(invocation, agent_scratch))
         turn.control = self.code.control_files()
         try:

@@ -113,6 +113,8 @@ def test_a_real_project_from_init_to_deliver(tmp_path: Path, name: str) -> None:
     last = ok(ran).strip().splitlines()[-1]
     assert last.startswith("run: CERTIFIED: plan pass ") and "(1 of 1 requirements measured)" in last, ran.stdout
 
+    said = ok(cli("build-loop", "report", "1", "--output", "-w", str(ws)))
+    assert ": True" in said and "$BANACH_PYTHON imports" in said, said  # the agent's turn has the environment too
     status = json.loads(ok(cli("banach", "status", "--json", "-w", str(ws))))
     assert status["certified"] is True, status
     delivered = ok(cli("banach", "deliver", "--with-tests", "-w", str(ws)))

@@ -1,11 +1,15 @@
 """SIMULATED agent (a scripted stand-in for an LLM) for the vendored real projects in tests/test_real_projects.py.
 
 It writes the right change for the one requirement it knows of the prompt (HUM-1: humanize.time.is_today; SLUG-1:
-slugify.slugify_title), as a model might: a function appended to the module the requirement's paths name.
+slugify.slugify_title), as a model might: a function appended to the module the requirement's paths name. First it
+checks, as an agent running the tests would, that $BANACH_PYTHON (the project's environment) has what they need.
 """
 import os
 import re
+import subprocess
 from pathlib import Path
+
+NEEDS = {"HUM-1": "freezegun", "SLUG-1": "text_unidecode"}
 
 CHANGES = {
     "HUM-1": ("src/humanize/time.py", '''
@@ -28,6 +32,9 @@ asked = re.search(r"^Requirements:\s*(.+)$", prompt, re.M)
 wanted = [rid.strip() for rid in asked.group(1).split(",")] if asked else []
 for rid in wanted:
     if rid in CHANGES:
+        python = os.environ.get("BANACH_PYTHON", "python3")
+        probe = subprocess.run([python, "-c", f"import {NEEDS[rid]}"], capture_output=True, text=True)
+        print(f"SIMULATED agent: $BANACH_PYTHON imports {NEEDS[rid]}: {probe.returncode == 0}")
         path, code = CHANGES[rid]
         module = Path(path)
         module.write_text(module.read_text().rstrip("\n") + "\n" + code)
