@@ -112,13 +112,9 @@ class _Prepared:
 def _confined(argv: tuple[str, ...], writable: Path, hidden: list[Path]) -> tuple[str, ...]:
     """A check's own Landlock domain inside the runner's: it writes only its folder, reads none of `hidden`, and
     cannot signal or trace its sibling checks (Landlock lets a process trace only its own domain and those below)."""
-    from shared.isolation.sandbox import landlock_features
+    from shared.isolation.policy import wrapped
 
-    flags = ["--write", str(writable)]
-    for path in hidden:
-        flags += ["--hide", str(path)]
-    scope = ["--scope"] if landlock_features()["scopes"] else []
-    return (sys.executable, "-I", "-m", "shared.isolation.sandbox", *flags, *scope, "--", *argv)
+    return wrapped(["--write", str(writable), *(flag for path in hidden for flag in ("--hide", str(path)))], argv)
 
 
 def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | None, sandboxed: bool,

@@ -151,10 +151,18 @@ def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, 
                                  f"'{ws.config.isolation.backend}' in {ws.root / 'banach.toml'}: set it to 'landlock', "
                                  "or leave the agent's network open")
         return argv
-    scope = ["--scope"] if landlock_features()["scopes"] else []
     if gateway_relay is not None:
         socket_path, port = gateway_relay
         flags += ["--gateway-relay", f"{socket_path}:{port}"]
     if connect_ports is not None and landlock_features()["net"]:  # TCP to these ports only (any address)
         flags += [flag for port in connect_ports for flag in ("--connect-port", str(port))]
+    return wrapped(flags, argv)
+
+
+def wrapped(flags: list[str], argv: tuple[str, ...]) -> tuple[str, ...]:
+    """argv run through the Landlock wrapper with these flags, scoped (no signals or abstract sockets out) where the
+    kernel can. Isolated mode (-I): neither the child's cwd (the work tree) nor PYTHONPATH can put a module first."""
+    from shared.isolation.sandbox import landlock_features
+
+    scope = ["--scope"] if landlock_features()["scopes"] else []
     return (sys.executable, "-I", "-m", "shared.isolation.sandbox", *flags, *scope, "--", *argv)
