@@ -111,6 +111,15 @@ def turn(ws: Workspace, *args: str) -> dict[str, Any]:
     return dict(row.data)
 
 
+def rolled_back(ws: Workspace, *args: str) -> dict[str, Any]:
+    """One governed turn of the attack, which must end rolled back with the code where it was."""
+    start = git(ws.code, "rev-parse", "HEAD")
+    data = turn(ws, *args)
+    assert data["decision"] == "rollback", data
+    assert git(ws.code, "rev-parse", "HEAD") == start
+    return data
+
+
 # route 1 ------------------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 4])
@@ -161,11 +170,7 @@ def test_the_sibling_attack_reaches_pipes_outside_a_sandbox(tmp_path: Path, list
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_forged_report_then_an_early_exit_is_no_keep(measured: Workspace, listener: Listener, backend: str,
                                                        variant: str) -> None:
-    ws = prepare(measured, backend)
-    start = git(ws.code, "rev-parse", "HEAD")
-    data = turn(ws, "exit", variant, "--port", str(listener.port))
-    assert data["decision"] == "rollback", data
-    assert git(ws.code, "rev-parse", "HEAD") == start
+    data = rolled_back(prepare(measured, backend), "exit", variant, "--port", str(listener.port))
     assert "measurement void" in str(data["excerpt"]), data["excerpt"]
     assert any(heard.get("written") for heard in listener.heard), listener.heard  # the control: it forged its channel
 
@@ -184,11 +189,7 @@ def test_a_forged_report_then_an_early_exit_is_never_certified(measured: Workspa
 # route 3 ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_reporter_rewritten_through_gc_is_no_keep(measured: Workspace, listener: Listener, backend: str) -> None:
-    ws = prepare(measured, backend)
-    start = git(ws.code, "rev-parse", "HEAD")
-    data = turn(ws, "handle", "--port", str(listener.port))
-    assert data["decision"] == "rollback", data
-    assert git(ws.code, "rev-parse", "HEAD") == start
+    data = rolled_back(prepare(measured, backend), "handle", "--port", str(listener.port))
     assert "canary tests, which must fail, were reported passing" in str(data["excerpt"]), data["excerpt"]
     assert any(heard.get("wrapped") for heard in listener.heard), listener.heard  # the control: it found the reporter
 
