@@ -238,11 +238,11 @@ class Governor:
         entries = snapshot(self.code, fenced.kept)
         if not entries:
             return self._no_change(turn)
-        tampered = self.measure.tampering(self.code, entries, turn.item, turn.canon)
-        if tampered:
+        setup = self.measure.for_change(self.code, turn, entries)  # the tamper scan, and the change's environment
+        if setup.refusal:
             self._roll_back(turn)
-            return self._failed(turn, "rollback", f"the tamper scan: {'; '.join(tampered[:3])}", changed=sorted(entries),
-                                tamper=tampered, feedback={"tamper scan": "\n".join(tampered)})
+            return self._failed(turn, "rollback", setup.refusal, changed=sorted(entries), feedback=setup.feedback, **setup.facts)
+        turn.project, turn.sensors = setup.project, setup.sensors  # the integrator re-measures with these too
         return self._judge(turn, entries)
 
     def _run_agent(self, turn: Turn) -> None:

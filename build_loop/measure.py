@@ -9,15 +9,18 @@ import json
 import os
 import sys
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from build_loop.sensors import Reading, Sensor, read_sensors
+from build_loop.turn import Turn
 from canon.model import Canon
 from canon.store import CanonStore
 from shared import tamper
 from shared.atomic import file_lock, write_json
 from shared.contracts.fix_plan import Item
-from shared.environment import ProjectEnv, project_env
+from shared.environment import ProjectEnv, ProjectEnvError, is_dependency_file, project_env
 from shared.export import remove_tree
 from shared.git import Entry, GitRepo
 from shared.isolation.policy import sandbox_argv
@@ -25,6 +28,17 @@ from shared.process import Limits
 from shared.workspace import Workspace
 
 OWN = ProjectEnv(sys.executable, ("",), "")  # Banach's own interpreter, the code's root: a project with no needs
+
+
+@dataclass(frozen=True)
+class ChangeSetup:
+    """What Measurer.for_change found: the environment and sensors to measure a change with, or a refusal."""
+
+    project: ProjectEnv | None
+    sensors: list[Sensor]
+    refusal: str = ""  # why the change is rolled back unmeasured, or ""
+    facts: dict[str, Any] = field(default_factory=dict)  # journaled with the refusal
+    feedback: dict[str, str] = field(default_factory=dict)  # for the next prompt
 
 
 class Measurer:
@@ -94,6 +108,25 @@ class Measurer:
 
         return read_sensors(sensors, self.tree, self.env(canon_dir, scratch, project), scratch, wrap, self.limits,
                             self.cancel)
+
+    def for_change(self, code: GitRepo, turn: Turn, entries: dict[str, Entry | None]) -> ChangeSetup:
+        """What a turn's change is measured with, or why it is not measured at all: the tamper scan first, then the
+        environment: the checkpoint's, unless the change touches the project's dependency files; then the one its
+        files need (built now, from a trial commit of the change), and a change that breaks it is refused."""
+        tampered = self.tampering(code, entries, turn.item, turn.canon)
+        if tampered:
+            return ChangeSetup(None, [], f"the tamper scan: {'; '.join(tampered[:3])}", {"tamper": tampered},
+                               {"tamper scan": "\n".join(tampered)})
+        if not any(is_dependency_file(path) for path in entries):
+            return ChangeSetup(turn.project, turn.sensors)
+        trial, _ = code.commit_entries(turn.checkpoint, entries, "a trial of the project's environment", {}, role="build")
+        try:
+            project = self.environment(code, trial)
+        except ProjectEnvError as exc:
+            why = str(exc)
+            return ChangeSetup(None, [], f"the change breaks the project's environment: {why.splitlines()[0]}",
+                               {"environment_error": why}, {"environment": why})
+        return ChangeSetup(project, self.sensors(turn.item, turn.canon, turn.canon_dir, project))
 
     def tampering(self, code: GitRepo, entries: dict[str, Entry | None], item: Item, canon: Canon) -> list[str]:
         """The tamper scan's hits in the files a turn changed that the item's requirements do not allow, as lines."""

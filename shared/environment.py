@@ -150,6 +150,11 @@ def import_roots(files: Mapping[str, bytes], tree: list[str], override: tuple[st
     return ("src",) if under_src and not top - {"tests", "test", "docs"} else ("",)
 
 
+def is_dependency_file(path: str) -> bool:
+    """A file the environment is read from: a change to it may change the environment."""
+    return bool(DEPENDENCY_FILES.match(path) or REQUIREMENT_FILES.match(path))
+
+
 def has_build_files(files: Mapping[str, bytes]) -> bool:
     return any(path in ("pyproject.toml", "setup.py", "setup.cfg") for path in files)
 
@@ -222,8 +227,7 @@ class _Wanted:
 def _wanted(ws: Workspace, repo: GitRepo, commit: str) -> _Wanted:
     config = ws.config.env
     entries = repo.tree_entries(commit)
-    wanted = {path: entry.blob for path, entry in entries.items()
-              if DEPENDENCY_FILES.match(path) or REQUIREMENT_FILES.match(path)}
+    wanted = {path: entry.blob for path, entry in entries.items() if is_dependency_file(path)}
     contents = repo.blobs(sorted(set(wanted.values())))
     files = {path: contents.get(blob, b"") for path, blob in wanted.items()}
     roots = import_roots(files, list(entries), tuple(config.import_roots))

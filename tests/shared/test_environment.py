@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from shared.environment import import_roots, project_env, requirements
+from shared.journal import Journal
 from shared.workspace import Workspace
-from tests.helpers.workspaces import example, git
+from tests.helpers.workspaces import cli, custom, example, git
 
 PYPROJECT = b"""[project]
 name = "demo"
@@ -82,3 +83,36 @@ def test_building_the_environment_runs_the_projects_setup_py_only_in_the_sandbox
     assert again == env  # the same key: built once
     subprocess.run(["python3", "setup.py", "--name"], cwd=ws.code, capture_output=True, check=False)
     assert marker.exists()  # the control: outside the sandbox it does write
+
+
+DEPENDENT = """## DEP-1: the module exists
+paths: **
+checks:
+  - test -f mod.py
+
+mod.py exists.
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("requirement", ["iniconfig", "banach-test-no-such-package==1.0"])
+def test_a_turn_that_changes_the_dependencies_is_measured_in_their_environment(tmp_path: Path, requirement: str) -> None:
+    """The agent adds a dependency: its change is measured in the environment the new files need, built then; one
+    that cannot be built is rolled back with pip's words, like any red."""
+    ws = custom(tmp_path, DEPENDENT, f"adds_dependency.py {requirement}")
+    cli("plan-loop", "once", "--workspace", str(ws.root))
+    result = cli("build-loop", "once", "--workspace", str(ws.root), timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with Journal(ws.journal_path("build"), readonly=True) as journal:
+        row = journal.last("iteration.ended")
+    assert row is not None
+    built = list((ws.role_dir("build") / "env").glob("*/env.json"))
+    if requirement == "iniconfig":
+        assert row.data["decision"] == "keep", row.data
+        assert [json.loads(path.read_text())["requirements"][0] for path in built] == ["iniconfig"]
+    else:
+        assert row.data["decision"] == "rollback", row.data
+        assert row.data["reason"].startswith("the change breaks the project's environment: the project's environment "
+                                             "could not be built"), row.data["reason"]
+        assert "banach-test-no-such-package" in row.data["environment_error"] and not built
+        assert not (ws.code / "requirements.txt").exists()  # rolled back
