@@ -8,10 +8,12 @@ until plan certifies, and `banach deliver --with-tests` puts the result onto a b
 - humanize 4.9.0 (tests/data/humanize-4.9.0): a src layout, a test-only dependency (freezegun, its `tests` extra),
   and code that reads its own distribution's metadata at import;
 - python-slugify 8.0.4 (tests/data/python-slugify-8.0.4): a run-time dependency (text-unidecode) named only in
-  setup.py and the sdist's egg-info, no pyproject.toml.
+  setup.py and the sdist's egg-info, no pyproject.toml;
+- python-dateutil 2.9.0.post0 (tests/data/python-dateutil-2.9.0.post0): tests that need hypothesis (named only in its
+  requirements-dev.txt), a run-time dependency (six, in setup.cfg) and a src layout said only in setup.cfg.
 
-Neither can be measured in Banach's own interpreter (its tests fail on a missing module, or import nothing from
-src/); both need the package index, which CI reaches."""
+None can be measured in Banach's own interpreter (its tests fail on a missing module, or import nothing from
+src/); all need the package index, which CI reaches."""
 from __future__ import annotations
 
 import json
@@ -56,6 +58,36 @@ def test_today():
 @freeze_time("2020-02-02 10:00")
 def test_not_today():
     assert not is_today(dt.date(2020, 2, 1))
+"""),
+    "python-dateutil": (DATA / "python-dateutil-2.9.0.post0", """---
+area: dates
+title: python-dateutil, months
+---
+
+## DU-1: days_in_month counts the days of a month
+priority: 1
+paths: src/dateutil/utils.py
+tests: tests/test_days_in_month.py
+
+`dateutil.utils.days_in_month(year, month)` is the number of days in that month of that year.
+""", "test_days_in_month.py", """import calendar
+import datetime as dt
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dateutil.relativedelta import relativedelta
+from dateutil.utils import days_in_month
+
+
+@given(st.integers(1, 9998), st.integers(1, 12))
+def test_days_in_month_is_the_calendars(year, month):
+    assert days_in_month(year, month) == calendar.monthrange(year, month)[1]
+
+
+def test_the_last_day_is_a_month_on_from_the_first_less_a_day():
+    last = dt.date(2024, 2, 1) + relativedelta(months=1) - relativedelta(days=1)
+    assert days_in_month(2024, 2) == last.day == 29
 """),
     "python-slugify": (DATA / "python-slugify-8.0.4", """---
 area: slugs

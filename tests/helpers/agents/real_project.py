@@ -1,15 +1,16 @@
 """SIMULATED agent (a scripted stand-in for an LLM) for the vendored real projects in tests/test_real_projects.py.
 
 It writes the right change for the one requirement it knows of the prompt (HUM-1: humanize.time.is_today; SLUG-1:
-slugify.slugify_title), as a model might: a function appended to the module the requirement's paths name. First it
-checks, as an agent running the tests would, that $BANACH_PYTHON (the project's environment) has what they need.
+slugify.slugify_title; DU-1: dateutil.utils.days_in_month), as a model might: a function appended to the module the
+requirement's paths name. First it checks, as an agent running the tests would, that $BANACH_PYTHON (the project's
+environment) has what they need.
 """
 import os
 import re
 import subprocess
 from pathlib import Path
 
-NEEDS = {"HUM-1": "freezegun", "SLUG-1": "text_unidecode"}
+NEEDS = {"HUM-1": "freezegun", "SLUG-1": "text_unidecode", "DU-1": "hypothesis"}
 
 CHANGES = {
     "HUM-1": ("src/humanize/time.py", '''
@@ -18,6 +19,14 @@ def is_today(value: dt.date | dt.datetime) -> bool:
     """Whether the date (or the datetime's date) is today."""
     day = value.date() if isinstance(value, dt.datetime) else value
     return day == _now().date()
+'''),
+    "DU-1": ("src/dateutil/utils.py", '''
+
+def days_in_month(year, month):
+    """The number of days in that month of that year."""
+    import calendar
+
+    return calendar.monthrange(year, month)[1]
 '''),
     "SLUG-1": ("slugify/slugify.py", '''
 
