@@ -2,7 +2,7 @@
 
     python scripts/bench_env.py [--repeat 5]
 
-For each real project vendored in tests/data (humanize 4.9.0, python-slugify 8.0.4), in a workspace made by
+For each real project vendored in tests/data (humanize, python-slugify, python-dateutil), in a workspace made by
 `banach init --code` from it:
 - cold: the environment built with an empty pip cache (what a new machine pays; the index is reached);
 - warm build: the environment built again with the pip cache kept (a new key on a machine that built one before);
@@ -31,7 +31,8 @@ from shared.environment import project_env  # noqa: E402
 from shared.workspace import Workspace  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-PROJECTS = {"humanize 4.9.0": DATA / "humanize-4.9.0", "python-slugify 8.0.4": DATA / "python-slugify-8.0.4"}
+PROJECTS = {"humanize 4.9.0": DATA / "humanize-4.9.0", "python-slugify 8.0.4": DATA / "python-slugify-8.0.4",
+            "python-dateutil 2.9.0": DATA / "python-dateutil-2.9.0.post0"}
 
 
 def _git(repo: Path, *args: str) -> str:
