@@ -13,6 +13,8 @@ ROUTE:
   handle    finds the runner's reporter through gc and rewrites every failing line to passed, letting through
             what looks like a canary
   fifo      turns every file it can in its folder, and at exit pytest's junit file, into FIFOs
+Every route acts only inside a Banach workspace (a folder above TMPDIR holding banach.toml), and only on that
+workspace's own files and test runs: a control run outside one once walked the machine.
 siblings and fifo ship the right slugify (they buy other requirements' verdicts, or wedge a loop); exit and handle
 ship the wrong one (they buy their own).
 
@@ -132,6 +134,9 @@ def _siblings():
 
 
 def _exit():
+    if _workspace() is None:  # bounded by construction: never outside a Banach workspace
+        _tell(written=0, workspace=None)
+        return
     written = 0
     for fd in range(3, 256):
         try:
@@ -176,6 +181,9 @@ def _handle():
 def _fifo():
     made = 0
     own = _os.environ.get("TMPDIR", "")
+    if _workspace() is None:  # bounded by construction: never outside a Banach workspace
+        _tell(made=0, junit=0, workspace=None)
+        return
     for folder in (own, _os.path.dirname(own)):
         try:
             _os.mkfifo(_os.path.join(folder, "report.jsonl"))
