@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,14 +19,12 @@ from canon.store import CanonStore
 from shared import tamper
 from shared.atomic import file_lock, write_json
 from shared.contracts.fix_plan import Item
-from shared.environment import ProjectEnv, ProjectEnvError, is_dependency_file, project_env
+from shared.environment import OWN, ProjectEnv, ProjectEnvError, is_dependency_file, project_env
 from shared.export import remove_tree
 from shared.git import Entry, GitRepo
 from shared.isolation.policy import sandbox_argv
 from shared.process import Limits
 from shared.workspace import Workspace
-
-OWN = ProjectEnv(sys.executable, ("",), "")  # Banach's own interpreter, the code's root: a project with no needs
 
 
 @dataclass(frozen=True)
@@ -93,12 +90,10 @@ class Measurer:
         PYTHONPATH, and the project's interpreter as BANACH_PYTHON (its venv first on PATH)."""
         project = project or OWN
         env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
-        roots = os.pathsep.join(str(self.tree / root) if root else str(self.tree) for root in project.roots)
         env.update({"BANACH_CANON": str(canon_dir), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch),
-                    "PYTHONPATH": roots, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BANACH_PYTHON": project.python})
-        env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
-        if project.key:
-            env["PATH"] = str(Path(project.python).parent) + os.pathsep + env["PATH"]
+                    "PYTHONPATH": os.pathsep.join(project.import_paths(self.tree)), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                    "BANACH_PYTHON": project.python})
+        env["PATH"] = project.search_path(env.get("PATH", os.environ.get("PATH", "/usr/bin:/bin")))
         return env
 
     def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path, project: ProjectEnv | None = None) -> Reading:
@@ -130,9 +125,7 @@ class Measurer:
 
     def tampering(self, code: GitRepo, entries: dict[str, Entry | None], item: Item, canon: Canon) -> list[str]:
         """The tamper scan's hits in the files a turn changed that the item's requirements do not allow, as lines."""
-        changed = {path: entry.blob for path, entry in entries.items() if entry is not None}
-        contents = code.blobs(sorted(set(changed.values())))
-        hits = tamper.scan({path: contents.get(blob, b"") for path, blob in changed.items()})
+        hits = tamper.scan_blobs(code, {path: entry.blob for path, entry in entries.items() if entry is not None})
         return [str(hit) for hit in tamper.unallowed(hits, canon, item.requirements)]
 
     def at_checkpoint(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path,

@@ -172,7 +172,7 @@ def command(copy: Path, code_dir: Path, nodes: tuple[str, ...], canaries: tuple[
     targets = [str(copy / node) for node in nodes]
     targets += [str(copy / canary) for canary in canaries if _file(canary) not in whole_files]
     ini = next((copy / n for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg") if (copy / n).is_file()), None)
-    code = [flag for root in roots for flag in ("--code", str(code_dir / root) if root else str(code_dir))]
+    code = [flag for root in roots for flag in ("--code", str(code_dir / root))]  # a root of "" is code_dir itself
     return (python, "-I", "-B", str(RUNNER), *code, "--",
             "-q", "-p", "no:cacheprovider", "--no-header", "--continue-on-collection-errors",
             f"--rootdir={copy}", f"--confcutdir={copy}",

@@ -56,11 +56,22 @@ class ProjectEnv:
     requirements: tuple[str, ...] = ()
     folder: Path | None = None
 
+    def import_paths(self, code: Path) -> list[str]:
+        """The code's import roots as folders, in order (a root of "" is the code's own folder)."""
+        return [str(code / root) for root in self.roots]
+
+    def search_path(self, path: str) -> str:
+        """PATH with the environment's venv first, so that `python` and the tools it installed are the project's."""
+        return str(Path(self.python).parent) + os.pathsep + path if self.key else path
+
     def describe(self) -> str:
         where = f"venv {self.folder} (key {self.key[:12]})" if self.folder else "Banach's own interpreter"
         roots = ", ".join(root or "." for root in self.roots)
         needs = ", ".join(self.requirements) or "nothing beyond pytest"
         return f"{where}: {self.python}; import roots {roots}; needs {needs}"
+
+
+OWN = ProjectEnv(sys.executable, ("",), "")  # Banach's own interpreter, the code's root: a project with no needs
 
 
 def _pyproject(text: str) -> dict[str, Any]:

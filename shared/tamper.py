@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # canon's model names these kinds (canon/model.py imports KINDS from here)
     from canon.model import Canon
+    from shared.git import GitRepo
 
+PYTHON_SUFFIXES = (".py", ".pyw", ".pth")
 MAX_BYTES = 2_000_000  # a larger Python file is a hit in itself: code under test has no need of one
 KINDS = {
     "gc": "walks the garbage collector, where the test runner's own objects are",
@@ -184,7 +186,7 @@ def scan(files: Mapping[str, bytes]) -> list[Hit]:
     """Every hit in the Python files among `files` (path -> content); other files are not read."""
     hits: list[Hit] = []
     for path, content in sorted(files.items()):
-        if not path.endswith((".py", ".pyw", ".pth")):
+        if not path.endswith(PYTHON_SUFFIXES):
             continue
         if path.endswith(".pth"):
             hits.append(Hit(path, 1, "modules", "a .pth file (site runs its import lines at start-up)"))
@@ -203,6 +205,13 @@ def scan(files: Mapping[str, bytes]) -> list[Hit]:
             finder.hit(tree, "unreadable", "nested too deeply to scan")
         hits.extend(finder.hits)
     return sorted(set(hits), key=lambda h: (h.path, h.line, h.kind, h.what))
+
+
+def scan_blobs(repo: GitRepo, blobs: Mapping[str, str]) -> list[Hit]:
+    """scan() of these files of a repository (path -> blob id), reading only the Python ones, in one git call."""
+    python = {path: blob for path, blob in blobs.items() if path.endswith(PYTHON_SUFFIXES)}
+    contents = repo.blobs(sorted(set(python.values())))
+    return scan({path: contents[blob] for path, blob in python.items() if blob in contents})
 
 
 def unallowed(hits: list[Hit], canon: Canon, requirements: tuple[str, ...] | None = None) -> list[Hit]:

@@ -27,7 +27,7 @@ from canon.scope import matches
 from shared import conformance, tamper
 from shared.checks.snapshot import Snapshot
 from shared.config import Config
-from shared.environment import ProjectEnv
+from shared.environment import OWN, ProjectEnv
 from shared.git import GitRepo
 from shared.journal import Memo, canonical
 from shared.process import Limits, Outcome, Request, run
@@ -120,12 +120,11 @@ def _confined(argv: tuple[str, ...], writable: Path, hidden: list[Path]) -> tupl
 def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | None, sandboxed: bool,
              siblings: list[Path], env: ProjectEnv) -> _Prepared:
     """folder: this check's own, beside its siblings' (each check reads none of theirs when sandboxed)."""
-    path = os.environ.get("PATH", "/usr/bin:/bin")
     env_vars = {
-        "PATH": str(Path(env.python).parent) + os.pathsep + path if env.key else path,  # the project's venv first
+        "PATH": env.search_path(os.environ.get("PATH", "/usr/bin:/bin")),
         "LANG": os.environ.get("LANG", "C.UTF-8"),
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": os.pathsep.join(str(snapshot.code / root) if root else str(snapshot.code) for root in env.roots),
+        "PYTHONPATH": os.pathsep.join(env.import_paths(snapshot.code)),
         "BANACH_CANON": str(snapshot.canon),
         "BANACH_CODE": str(snapshot.code),
         "BANACH_PYTHON": env.python,
@@ -166,9 +165,7 @@ def tamper_results(canon: Canon, code: GitRepo, commit: str, changed: list[str] 
     Result per requirement whose files have hits it does not allow. A file no requirement owns is no agent's (the
     fence keeps every turn inside its item's scope): a person's code, left to the person."""
     blobs = code.blob_ids(commit)
-    paths = sorted(blobs if changed is None else set(changed) & set(blobs))
-    contents = code.blobs(sorted({blobs[path] for path in paths if path.endswith((".py", ".pyw", ".pth"))}))
-    hits = tamper.scan({path: contents[blobs[path]] for path in paths if blobs[path] in contents})
+    hits = tamper.scan_blobs(code, {path: blobs[path] for path in (blobs if changed is None else set(changed) & set(blobs))})
     results = []
     for req in sorted(canon.requirements.values(), key=lambda r: r.id):
         mine = [str(hit) for hit in tamper.unallowed(hits, canon, (req.id,)) if req.paths and matches(hit.path, req.paths)]
@@ -253,7 +250,7 @@ def run_checks(
     try:
         for (_, check), folder in zip(todo_here, folders, strict=True):
             prepared.append(_prepare(check, snapshot, folder, limits, sandbox_flags is not None, folders,
-                                     env or ProjectEnv(sys.executable, ("",), "")))
+                                     env or OWN))
         if todo_here and sandbox_flags is not None:
             ran = _run_sandboxed([c for _, c in todo_here], prepared, snapshot, workers, sandbox_flags, limits)
             for (index, _), result in zip(todo_here, ran, strict=True):
