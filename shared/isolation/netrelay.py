@@ -12,7 +12,6 @@ Light on imports like shared.isolation.sandbox; threading is imported in the rel
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
@@ -22,6 +21,7 @@ import struct
 import sys
 
 from shared.errors import IsolationError
+from shared.isolation.kernel import call
 
 RELAY_NAME = b"banach-relay"  # the relay's /proc/PID/comm
 _CLONE_NEWNET, _CLONE_NEWUSER = 0x40000000, 0x10000000
@@ -35,13 +35,6 @@ _CHUNK = 65536
 
 class NetworkIsolationMissing(IsolationError):
     """This machine cannot give the program a network with only the gateway in it."""
-
-
-def _libc(name: str, *args: int | bytes) -> None:
-    function = getattr(ctypes.CDLL(None, use_errno=True), name)
-    if function(*(ctypes.c_ulong(a) if isinstance(a, int) else a for a in args)) < 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
 
 
 def _sysctl(name: str) -> str:
@@ -72,14 +65,14 @@ def _enter_empty_network() -> None:
     """A new network namespace; through a new user namespace for a user without CAP_SYS_ADMIN, mapping only the
     user's own uid and gid, to themselves, so that files keep their real owner."""
     try:
-        _libc("unshare", _CLONE_NEWNET)
+        call("unshare", _CLONE_NEWNET)
         return
     except OSError as exc:
         if exc.errno != errno.EPERM:
             raise NetworkIsolationMissing(f"cannot create a network namespace: {exc.strerror}") from None
     uid, gid = os.geteuid(), os.getegid()
     try:
-        _libc("unshare", _CLONE_NEWUSER | _CLONE_NEWNET)
+        call("unshare", _CLONE_NEWUSER | _CLONE_NEWNET)
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w") as file:
                 file.write(text)
@@ -88,7 +81,7 @@ def _enter_empty_network() -> None:
                                       f"({exc.strerror}): {why_no_user_namespace(exc.errno)}; or run as root") from None
 
 
-def _loopback_up() -> None:
+def loopback_up() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         name, flags = struct.unpack(_IFREQ, fcntl.ioctl(sock, _SIOCGIFFLAGS, struct.pack(_IFREQ, b"lo", 0)))
         fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack(_IFREQ, name, flags | _IFF_UP))
@@ -126,10 +119,10 @@ def _carry(client: socket.socket, gateway: str) -> None:
 
 def _serve(listener: socket.socket, gateway: str, parent: int) -> None:
     """The relay process: lives exactly as long as the thread that forked it, the wrapper that becomes the program."""
-    _libc("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    call("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent ended before the line above
         return
-    _libc("prctl", _PR_SET_NAME, RELAY_NAME, 0, 0, 0)
+    call("prctl", _PR_SET_NAME, RELAY_NAME, 0, 0, 0)
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a stop for the group is for the program to heed
         signal.signal(number, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDWR)
@@ -160,26 +153,41 @@ def _start_relay(gateway: str, port: int) -> None:
 
 def _drop_network_admin() -> None:
     for capability in (_CAP_NET_ADMIN, _CAP_SYS_ADMIN):
-        _libc("prctl", _PR_CAPBSET_DROP, capability, 0, 0, 0)
-    _libc("prctl", _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        call("prctl", _PR_CAPBSET_DROP, capability, 0, 0, 0)
+    call("prctl", _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
 
-def isolate_network(gateway: str, port: int) -> None:
-    """Leave this process with a network where 127.0.0.1:port reaches the unix socket `gateway` and nothing else is
-    reachable; raises NetworkIsolationMissing with what this machine lacks. Call it while single-threaded."""
+def check_relay(gateway: str, port: int) -> None:
+    """Refuses what no relay can serve: a port out of range, a socket path too long for a unix address."""
     if not 0 < port < 65536:
         raise NetworkIsolationMissing(f"the relay's TCP port must be 1..65535, got {port}")
     if not gateway or len(os.fsencode(gateway)) > _UNIX_PATH_MAX:
         raise NetworkIsolationMissing(f"the gateway's socket path must be 1..{_UNIX_PATH_MAX} bytes (a unix socket "
                                       f"address), got {gateway!r}: put the socket in a shorter folder")
+
+
+def isolate_network(gateway: str, port: int) -> None:
+    """Leave this process with a network where 127.0.0.1:port reaches the unix socket `gateway` and nothing else is
+    reachable; raises NetworkIsolationMissing with what this machine lacks. Call it while single-threaded."""
+    check_relay(gateway, port)
     _enter_empty_network()
+    serve_gateway(gateway, port)
+    try:
+        _drop_network_admin()
+    except OSError as exc:
+        raise NetworkIsolationMissing(f"in the new network namespace, could not drop CAP_SYS_ADMIN and CAP_NET_ADMIN: "
+                                      f"{exc.strerror}") from None
+
+
+def serve_gateway(gateway: str, port: int) -> None:
+    """In a network namespace just made (and while this process may still configure it): loopback up, and the relay
+    from 127.0.0.1:port to the gateway's socket listening."""
+    check_relay(gateway, port)
     step = "bring loopback up"
     try:
-        _loopback_up()
+        loopback_up()
         step = f"listen on 127.0.0.1:{port}"
         _start_relay(gateway, port)
-        step = "drop CAP_SYS_ADMIN and CAP_NET_ADMIN"
-        _drop_network_admin()
     except OSError as exc:
         hint = f": {why_no_user_namespace()}" if exc.errno == errno.EPERM and os.geteuid() != 0 else ""
         raise NetworkIsolationMissing(f"in the new network namespace, could not {step}: {exc.strerror}{hint}") from None

@@ -1,7 +1,10 @@
 """Landlock through our own binding of its three system calls, and the wrapper every sandboxed child runs in:
 
     python -I -m shared.isolation.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]...
-                                          [--no-network] [--gateway-relay SOCKET:PORT] -- PROGRAM ARGS
+                                          [--no-network] [--gateway-relay SOCKET:PORT]
+                                          [--view [--read DIR]... [--home DIR --home-path PATH] [--host-network]
+                                                  [--no-landlock]]
+                                          -- PROGRAM ARGS
 
 which restricts itself, then execs PROGRAM. What a ruleset can restrict grows with the kernel's Landlock ABI:
 1 (Linux 5.13) writes and reads beneath paths, 2 (5.19) links and renames across folders, 3 (6.2) truncate,
@@ -9,9 +12,14 @@ which restricts itself, then execs PROGRAM. What a ruleset can restrict grows wi
 7 (6.15) audit flags only. File rights shrink to what the kernel knows (best effort, as the Landlock docs advise);
 a network rule or scope the caller asked for and the kernel lacks is refused, never silently dropped.
 
---gateway-relay first moves the wrapper into a network namespace with only loopback, where 127.0.0.1:PORT is a relay
-to the unix socket SOCKET and nothing else answers (shared/isolation/netrelay.py). The namespace is the boundary:
-inside it the program may still bind and connect on loopback (a test suite's own local server works). `--connect-port PORT` on top
+--view first moves the wrapper into a view of its own (shared/isolation/view.py): only the --read folders (read-only),
+the --write folders and a fresh HOME are there, its own processes, an unprivileged id, loopback only (the gateway with
+--gateway-relay, the machine's network with --host-network). Landlock then allows reading only those folders too.
+
+Without --view, --gateway-relay first moves the wrapper into a network namespace with only loopback, where
+127.0.0.1:PORT is a relay to the unix socket SOCKET and nothing else answers (shared/isolation/netrelay.py). The
+namespace is the boundary: inside it the program may still bind and connect on loopback (a test suite's own local
+server works). `--connect-port PORT` on top
 narrows TCP to the relay alone with Landlock, where the kernel has network rules.
 
 Kept free of heavy imports (no pydantic, no config, no dataclasses): every sandboxed child pays for this start-up.
@@ -27,9 +35,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shared.errors import IsolationError
+from shared.isolation.kernel import call
 
 if TYPE_CHECKING:  # typing costs every sandboxed child a few milliseconds at start-up
     from typing import TypedDict
+
+    from shared.isolation.view import View
 
     class LandlockFeatures(TypedDict):
         abi: int
@@ -78,32 +89,15 @@ class _NetPortAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
 
 
-_libc: ctypes.CDLL | None = None
-
-
-def _call(name: str, *args: object) -> int:
-    """A libc function called with every argument a full register (syscall(2) is variadic and reads longs)."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    function = getattr(_libc, name)
-    function.restype = ctypes.c_long if name == "syscall" else ctypes.c_int  # prctl's -1 is an int
-    result = int(function(*(ctypes.c_long(a) if isinstance(a, int) else a for a in args)))
-    if result < 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
-    return result
-
-
 def not_dumpable() -> None:
     """No process of the same user (without CAP_SYS_PTRACE) may trace this one or open its /proc/PID/fd, mem or
     environ: a loop's descriptors (report channels, journals) and memory stay its own. Linux only; a no-op elsewhere."""
     if sys.platform.startswith("linux"):
-        _call("prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
+        call("prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def _syscall(index: int, *args: object) -> int:
-    return _call("syscall", _SYSCALLS[os.uname().machine][index], *args)
+    return call("syscall", _SYSCALLS[os.uname().machine][index], *args)
 
 
 _abi: int | None = None
@@ -200,9 +194,12 @@ def _check_supported(abi: int, *, scoped: bool, connect_ports: tuple[int, ...] |
 
 def restrict_writes(paths: Sequence[Path], hidden: Sequence[Path] = (), *,
                     scope_signals: bool = False, scope_abstract_unix: bool = False,
-                    connect_ports: tuple[int, ...] | None = None) -> int:
+                    connect_ports: tuple[int, ...] | None = None, readable: Sequence[Path] | None = None) -> int:
     """Restrict this thread (and every thread and child started after) to writing only beneath paths, and, when
     hidden is given, to reading everything except beneath those paths. Returns the kernel's Landlock ABI.
+
+    readable: reading only beneath these paths and the writable ones (listing any folder stays allowed); for a
+    program in its own view (shared/isolation/view.py), where it is the second layer behind the mounts.
 
     scope_signals: no signals to processes outside this sandbox (its own children stay reachable).
     scope_abstract_unix: no connecting to abstract unix sockets bound outside this sandbox.
@@ -213,7 +210,7 @@ def restrict_writes(paths: Sequence[Path], hidden: Sequence[Path] = (), *,
     if abi < 1:
         raise LandlockMissing(NO_LANDLOCK)
     _check_supported(abi, scoped=scope_signals or scope_abstract_unix, connect_ports=connect_ports)
-    reads = (_FS_READ_DIR | _FS_READ_FILE) if hidden else 0
+    reads = (_FS_READ_DIR | _FS_READ_FILE) if hidden or readable is not None else 0
     net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if connect_ports is not None else 0
     scoped = (_SCOPE_SIGNAL if scope_signals else 0) | (_SCOPE_ABSTRACT_UNIX_SOCKET if scope_abstract_unix else 0)
     step = "create a ruleset"
@@ -225,9 +222,10 @@ def restrict_writes(paths: Sequence[Path], hidden: Sequence[Path] = (), *,
                 if path.is_dir():
                     _allow_path(ruleset, path, _write_rights(abi, directory=True) | reads)
                 elif path.exists():
-                    _allow_path(ruleset, path, _write_rights(abi, directory=False) | (_FS_READ_FILE if hidden else 0))
+                    _allow_path(ruleset, path, _write_rights(abi, directory=False) | (_FS_READ_FILE if reads else 0))
             step = "allow reading"
-            for path, whole in _read_rules(list(hidden)):
+            rules = _read_rules(list(hidden)) if readable is None else [(Path("/"), False), *((p, True) for p in readable)]
+            for path, whole in rules:
                 rights = _FS_READ_DIR if not whole else (_FS_READ_DIR | _FS_READ_FILE) if path.is_dir() else _FS_READ_FILE
                 try:
                     _allow_path(ruleset, path, rights)
@@ -237,7 +235,7 @@ def restrict_writes(paths: Sequence[Path], hidden: Sequence[Path] = (), *,
             for port in connect_ports or ():
                 _allow_port(ruleset, port)
             step = "enforce the ruleset"
-            _call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             _syscall(2, ruleset, 0)
         finally:
             os.close(ruleset)
@@ -248,9 +246,10 @@ def restrict_writes(paths: Sequence[Path], hidden: Sequence[Path] = (), *,
     return abi
 
 
-_VALUE_FLAGS = ("--write", "--hide", "--connect-port", "--gateway-relay")
+_VALUE_FLAGS = ("--write", "--hide", "--connect-port", "--gateway-relay", "--read", "--home", "--home-path")
 USAGE = ("usage: python -I -m shared.isolation.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]... "
-         "[--no-network] [--gateway-relay SOCKET:PORT] -- PROGRAM [ARGS]")
+         "[--no-network] [--gateway-relay SOCKET:PORT] [--view [--read DIR]... [--home DIR --home-path PATH] "
+         "[--host-network] [--no-landlock]] -- PROGRAM [ARGS]")
 
 
 def _parse(options: list[str]) -> dict[str, list[str]]:
@@ -265,7 +264,7 @@ def _parse(options: list[str]) -> dict[str, list[str]]:
                 raise ValueError(f"{flag} needs a value")
             found.setdefault(flag, []).append(options[index + 1])
             index += 2
-        elif flag in ("--scope", "--no-network"):
+        elif flag in ("--scope", "--no-network", "--view", "--host-network", "--no-landlock"):
             found[flag] = []
             index += 1
         else:
@@ -308,22 +307,51 @@ def main(argv: list[str]) -> int:
         return 2
     scope = "--scope" in flags
     connect_ports = ports if ports or "--no-network" in flags else None
+    writable = [Path(p) for p in flags.get("--write", [])]
     try:
-        if relay is not None:
+        view = _view(flags, relay)
+        if view is not None:
+            from shared.isolation import view as views
+
+            views.enter(view)  # from here on: the program's namespace, its first process
+            writable += [Path("/tmp"), Path("/dev/shm"), *([Path(view.home[1])] if view.home else [])]
+            readable = [Path(target) for _, target, _ in view.binds()] + [Path("/proc"), Path("/dev")]
+        elif relay is not None:
             from shared.isolation.netrelay import isolate_network
 
             isolate_network(*relay)
-        restrict_writes([Path(p) for p in flags.get("--write", [])], [Path(p) for p in flags.get("--hide", [])],
-                        scope_signals=scope, scope_abstract_unix=scope, connect_ports=connect_ports)
-    except IsolationError as exc:
+        if "--no-landlock" not in flags:  # the users backend, whose accounts limit writes; a view is still given
+            restrict_writes(writable, [Path(p) for p in flags.get("--hide", [])], scope_signals=scope,
+                            scope_abstract_unix=scope, connect_ports=connect_ports,
+                            readable=readable if view is not None else None)
+    except (IsolationError, ValueError) as exc:
         print(f"shared.isolation.sandbox: refusing to run {command[0]}: {exc}", file=sys.stderr)
         return 126
+    if view is not None:
+        views.drop_capabilities()
+        views.init(command)
     try:
         os.execvp(command[0], command)
     except OSError as exc:
         print(f"shared.isolation.sandbox: cannot run {command[0]}: {exc}", file=sys.stderr)
         return 127
     return 0  # not reached
+
+
+def _view(flags: dict[str, list[str]], relay: tuple[str, int] | None) -> View | None:
+    """The program's own view (--view, with --read, --write, --home and --home-path, --host-network), or None."""
+    if "--view" not in flags:
+        if "--no-landlock" in flags:
+            raise ValueError("--no-landlock is for --view only: without both, the program would run unconfined")
+        return None
+    from shared.isolation.view import View
+
+    homes, home_paths = flags.get("--home", []), flags.get("--home-path", [])
+    if len(homes) != len(home_paths) or len(homes) > 1:
+        raise ValueError("--home FOLDER and --home-path PATH go together, once")
+    network = "host" if "--host-network" in flags else "gateway" if relay else "none"
+    return View(flags.get("--read", []), flags.get("--write", []), (homes[0], home_paths[0]) if homes else None,
+                network, relay)
 
 
 if __name__ == "__main__":
