@@ -28,6 +28,12 @@ class IsolationConfig(Model):
     backend: Literal["landlock", "users", "none"] = Field(
         "landlock", description="how writes are enforced: landlock, users, or none (only when asked by name)"
     )
+    reach: Literal["turn", "machine"] = Field(
+        "turn", description="what an agent turn can read and reach: 'turn' (its own view: the work tree, canon, the "
+        "toolchains it runs, a fresh HOME; its own processes; an unprivileged id; no network but the gateway) or "
+        "'machine' (weaker: it reads the whole machine and sees every process; every start-up line says so)")
+    read_paths: tuple[str, ...] = Field((), description="more folders a turn may read (read-only), for a toolchain "
+                                        "Banach does not find from the agent's command line")
     account_prefix: str = Field("banach-", pattern=r"^[a-z][a-z0-9_-]{0,20}$",
                                 description="users backend: the role accounts are PREFIX + spec, plan, build")
 
@@ -196,8 +202,9 @@ class GatewayConfig(Model):
         default_factory=dict, description="price per model name as sent upstream; a model not listed has no cost "
         "(its tokens still count against the token budgets)")
     network: Literal["open", "gateway-only"] = Field(
-        "open", description="gateway-only: the agent's turn runs in a network namespace of its own whose one way out "
-        "is the gateway (needs root or unprivileged user namespaces; see banach doctor)")
+        "gateway-only", description="gateway-only: a turn runs in a network namespace of its own whose one way out is "
+        "the gateway (a turn without a gateway reaches nothing); open: the machine's network, which every start-up "
+        "line names (needs root or unprivileged user namespaces; see banach doctor)")
     max_turn_tokens: int = Field(0, ge=0, description="input+output tokens one turn may use; 0: no limit")
     max_turn_cost_usd: float = Field(0.0, ge=0, description="cost one turn may reach; 0: no limit")
     max_item_tokens: int = Field(0, ge=0, description="tokens all turns on one item may use at a canon version; 0: no limit")
@@ -252,11 +259,12 @@ class Config(Model):
     @model_validator(mode="after")
     def _providers_exist(self) -> Config:
         if self.gateway.network == "gateway-only":
-            direct = [rung for rung in self.build.rungs
-                      if rung in self.agents and self.agents[rung].preset != "sim" and not self.agents[rung].provider]
+            direct = [rung for rung in self.build.rungs if rung in self.agents
+                      and self.agents[rung].preset not in ("sim", "command") and not self.agents[rung].provider]
             if direct:
-                raise ValueError(f"gateway.network is 'gateway-only', but {', '.join(direct)} would talk to its model "
-                                 "directly and find no way out: give each ladder rung a provider")
+                raise ValueError(f"gateway.network is 'gateway-only' (the default), but {', '.join(direct)} would talk "
+                                 "to its model directly and find no way out: give each ladder rung a provider, or set "
+                                 "gateway.network = 'open' to let turns reach the machine's network")
         for name, preset in self.agents.items():
             if preset.provider and preset.provider not in self.gateway.providers:
                 known = ", ".join(sorted(self.gateway.providers)) or "none yet"

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.cgroups import Cgroup, size_text
+from shared.isolation import launcher
 from shared.reaping import REAP_TAG, become_subreaper, collect_orphans, stop_everything  # noqa: F401 (re-exported)
 
 OUTPUT_LIMIT = 1_000_000  # bytes kept per stream; the tail is what matters for a failure
@@ -241,7 +242,7 @@ def _run(request: Request, cgroup: Cgroup | None, reap_orphans: bool, cancel: th
             os.set_blocking(theirs, True)
             env[REPORT_FD_ENV] = str(theirs)
         try:
-            proc = subprocess.Popen(argv, cwd=request.cwd, env=env, stdin=stdin_file, stdout=subprocess.PIPE,
+            proc = launcher.popen(argv, cwd=request.cwd, env=env, stdin=stdin_file, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True,
                                     pass_fds=(theirs,) if theirs is not None else ())
         except OSError as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from shared.errors import IsolationError
 from shared.isolation.sandbox import LandlockMissing, restrict_writes
+from shared.isolation.view import SYSTEM_FOLDERS, TURN_UID
 from shared.workspace import ROLES, Role, Workspace
 
 
@@ -41,7 +42,19 @@ def hidden_paths(ws: Workspace, role: Role) -> list[Path]:
     return [*others, *providers, ws.supervisor_credentials, ws.supervisor_conf]
 
 
+_applied: tuple[list[Path], list[Path]] | None = None  # the loop's own ruleset, for restrict_this_thread
+
+
+def restrict_this_thread() -> None:
+    """The loop's ruleset again, on the calling thread: for a thread the loop made before it restricted itself (a
+    Landlock domain covers the thread that asked for it and what that thread starts later). Nothing without one."""
+    if _applied is not None:
+        restrict_writes(*_applied)
+
+
 def landlock_restrict(paths: list[Path], hidden: list[Path] | None = None) -> int:
+    global _applied
+    _applied = (paths, hidden or [])
     try:
         return restrict_writes(paths, hidden or [])
     except LandlockMissing:
@@ -132,9 +145,55 @@ def sandbox_flags(ws: Workspace, writable: list[Path], hidden: list[Path] | None
     return flags
 
 
+@dataclass(frozen=True)
+class TurnView:
+    """What a confined turn sees besides what it may write: folders to read, and a fresh folder for HOME."""
+    read: tuple[Path, ...]
+    home: Path
+    open_network: bool  # gateway.network = "open": the machine's network
+
+
+def turn_view(ws: Workspace, argv: tuple[str, ...], env: dict[str, str], *, read: tuple[Path, ...],
+              home: Path, python: str) -> TurnView | None:
+    """The view for a turn running argv (with the project's interpreter `python` for its tests), or None where turns
+    read the machine (isolation.reach 'machine', or backend 'none', where nothing is enforced)."""
+    from shared.isolation.reach import install_roots, toolchain
+
+    if ws.config.isolation.reach == "machine" or ws.config.isolation.backend == "none":
+        return None
+    forbidden = [Path.home(), ws.root]
+    found = [*map(Path, SYSTEM_FOLDERS), *toolchain(argv, env.get("PATH", os.defpath), forbidden),
+             *install_roots(Path(python)), *read,
+             *map(Path, ws.config.isolation.read_paths)]
+    return TurnView(tuple(dict.fromkeys(found)), home, ws.config.gateway.network == "open")
+
+
+def refuse_without_views(ws: Workspace) -> None:
+    """Raise, naming what is missing, when no turn can get its view here (a real run of /bin/true in one)."""
+    from shared.isolation.view import probe
+
+    why = probe(str(ws.code))
+    if why:
+        raise IsolationError(f"isolation.reach is 'turn', but no turn can get a view of its own here: {why}. Fix that "
+                             "(banach doctor says what this machine has), or set isolation.reach = 'machine' in "
+                             f"{ws.root / 'banach.toml'} to let turns read the whole machine; every start-up line then "
+                             "says so")
+
+
+def reach_line(ws: Workspace) -> str:
+    """What a turn reaches, as every start-up line and `banach status` say it."""
+    if ws.config.isolation.backend == "none" or ws.config.isolation.reach == "machine":
+        return ("WEAKER MODE: a turn reads the whole machine and sees every process (isolation.reach = 'machine'"
+                + (", backend 'none'" if ws.config.isolation.backend == "none" else "") + ")")
+    who = f"uid {TURN_UID} (nobody)" if os.geteuid() == 0 else "your own uid"
+    network = ("the MACHINE'S NETWORK (gateway.network = 'open')" if ws.config.gateway.network == "open"
+               else "no network but the model gateway")
+    return f"a turn sees its own view (work tree, canon, toolchains, a fresh HOME), its own processes, runs as {who}, {network}"
+
+
 def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, hidden: list[Path] | None = None,
                  gateway_relay: tuple[Path, int] | None = None,
-                 connect_ports: tuple[int, ...] | None = None) -> tuple[str, ...]:
+                 connect_ports: tuple[int, ...] | None = None, view: TurnView | None = None) -> tuple[str, ...]:
     """Wrap a child's argv so that it runs with writes narrowed to `writable`, the receipt keys unreadable, and no
     signals or abstract unix sockets to processes outside where the kernel has scopes (landlock backend only).
     Isolated mode (-I): neither the child's cwd (the work tree) nor PYTHONPATH can put a module before the wrapper's.
@@ -145,6 +204,14 @@ def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, 
     from shared.isolation.sandbox import landlock_features
 
     flags = sandbox_flags(ws, writable, hidden)
+    if view is not None:
+        if flags is None:  # the users backend: its accounts limit writes; the view is still given
+            flags = ["--no-landlock", *(flag for path in writable for flag in ("--write", str(path)))]
+        flags += ["--view", *(flag for path in view.read for flag in ("--read", str(path))),
+                  "--home", str(view.home), "--home-path", str(Path.home())]
+        if view.open_network:
+            flags.append("--host-network")
+            gateway_relay = None
     if flags is None:
         if gateway_relay is not None:
             raise IsolationError(f"the gateway-only network is made by the Landlock wrapper, but isolation.backend is "

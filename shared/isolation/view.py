@@ -203,14 +203,18 @@ def _mount(source: str, target: str, kind: str | None, flags: int, data: str | N
          data.encode() if data else None)
 
 
-def _place(fd: int, root: str, target: str) -> None:
+def _place(fd: int, root: str, target: str, made: list[str]) -> None:
     inside = root + target
-    if os.path.isdir(f"/proc/self/fd/{fd}"):
-        os.makedirs(inside, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(inside), exist_ok=True)
-        if not os.path.exists(inside):
-            os.close(os.open(inside, os.O_CREAT | os.O_WRONLY, 0o600))
+    folder = inside if os.path.isdir(f"/proc/self/fd/{fd}") else os.path.dirname(inside)
+    missing = []
+    while not os.path.exists(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for folder in reversed(missing):
+        os.mkdir(folder)
+        made.append(folder)
+    if not os.path.exists(inside):
+        os.close(os.open(inside, os.O_CREAT | os.O_WRONLY, 0o600))
     _sys(_MOVE_MOUNT, fd, b"", _AT_FDCWD, os.fsencode(inside), _MOVE_MOUNT_F_EMPTY_PATH)
     os.close(fd)
 
@@ -225,8 +229,13 @@ def _assemble(clones: list[tuple[int, str, bool]], root: str) -> None:
     for name, points_to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                             ("stderr", "/proc/self/fd/2")):
         os.symlink(points_to, f"{root}/dev/{name}")
+    made: list[str] = []
     for fd, target, _ in clones:  # parents first, so that a folder bound inside another lands on top of it
-        _place(fd, root, target)
+        _place(fd, root, target, made)
+    ours = {os.stat(root + folder).st_dev for folder in ("", "/dev", "/dev/shm", "/tmp")}
+    for folder in reversed(made):  # the view's own folders leading to a bound one (in /tmp, too): nothing to write
+        if os.stat(folder).st_dev in ours:  # never a bound folder's own root
+            os.chmod(folder, 0o555)
     os.makedirs(root + "/proc", exist_ok=True)
     _mount("proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     os.chdir(root)
