@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from build_loop.agents import ModelRoute, invocation, preset_env, preset_for
 from shared.errors import AgentError
-from shared.isolation.policy import sandbox_argv
+from shared.isolation.policy import sandbox_argv, turn_view
 from shared.process import Request, run
 from shared.workspace import Workspace
 
@@ -55,7 +56,9 @@ def check_agents(ws: Workspace) -> list[AgentCheck]:
             program = shlex.split(preset.command)[0] if preset.command else call.argv[0]
             env = {key: os.environ[key] for key in ws.config.build.env_allow if key in os.environ}
             env.update({**preset_env(call, scratch), "TMPDIR": str(scratch)})
-            argv = sandbox_argv(ws, (program, "--version"), [scratch, *call.state_paths])
+            (scratch / "home").mkdir(exist_ok=True)
+            view = turn_view(ws, (program, "--version"), env, read=(), home=scratch / "home", python=sys.executable)
+            argv = sandbox_argv(ws, (program, "--version"), [scratch, *call.state_paths], view=view)
             outcome = run(Request(argv, cwd=scratch, env=env, timeout=60))
             said = (outcome.stdout + outcome.stderr).strip().splitlines()
             if outcome.ok:

@@ -3,10 +3,9 @@
 One Turn value (build_loop/turn.py) passes through the stages, each a method below:
 
     next item (picker) -> _checkpoint (refs, the sensors' reading) -> _prompt -> _open_route (the gateway's lease,
-    within budgets) -> _start (journal iteration.started) -> _run_agent (fresh process, own session and cgroup,
-    sandbox, timeout, halted by the gateway) -> _rate_limited -> _guard_refs -> _fence_and_fix -> _no_change
-    (agent_failed or stall) -> _judge (sensors, ratchet) -> _keep (commit with trailers) or _roll_back
-    -> _end (journal iteration.ended) -> escalate (ladder, blocked)
+    within budgets) -> _start (journal iteration.started) -> _run_agent (fresh process in its own view, session and
+    cgroup; timeout, halted by the gateway) -> _rate_limited -> _guard_refs -> _fence_and_fix -> _no_change (agent_failed
+    or stall) -> _judge (sensors, ratchet) -> _keep (commit with trailers) or _roll_back -> _end (iteration.ended) -> escalate
 
 Crash safety: 'iteration.started' is journaled before the agent runs and 'iteration.ended' after the decision; a
 keep journals its commit before publishing it. If build dies in between, the next start finds the open iteration
@@ -44,7 +43,7 @@ from shared.checks.oracle import check_limits
 from shared.contracts import current_turn
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import Entry, GitRepo
-from shared.isolation.policy import sandbox_argv
+from shared.isolation.policy import sandbox_argv, turn_view
 from shared.journal import Journal
 from shared.process import Request, become_subreaper, run
 from shared.workspace import Workspace
@@ -249,17 +248,18 @@ class Governor:
         """The agent's fresh process in its sandbox (and, under gateway-only, its own network), to its budget."""
         assert turn.invocation is not None
         invocation, lease = turn.invocation, turn.lease
-        agent_scratch = turn.scratch / "agent"
-        agent_scratch.mkdir()
-        relay = None
-        if lease is not None and self.gateway is not None and self.ws.config.gateway.network == "gateway-only":
-            relay = (self.gateway.socket_path, self.gateway.port)  # the agent's one way out: 127.0.0.1:port, relayed
-        argv = sandbox_argv(self.ws, invocation.argv, [self.tree, agent_scratch, *invocation.state_paths],
-                            gateway_relay=relay)
+        (agent_scratch := turn.scratch / "agent").joinpath("home").mkdir(parents=True)  # the turn's HOME, in its view
+        relay = ((self.gateway.socket_path, self.gateway.port)  # the agent's one way out: 127.0.0.1:port, relayed
+                 if lease is not None and self.gateway is not None and self.ws.config.gateway.network == "gateway-only" else None)
         env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
-        env.update({"BANACH_PROMPT_FILE": str(turn.folder / "prompt.md"), "BANACH_ITEM": turn.item.id,
-                    "BANACH_ITERATION": str(turn.n), "TMPDIR": str(agent_scratch),
-                    "BANACH_PYTHON": turn.project.python if turn.project else sys.executable})  # the tests run there
+        python = turn.project.python if turn.project else sys.executable  # the tests run there
+        view = turn_view(self.ws, invocation.argv, env, home=agent_scratch / "home", python=python,
+                         read=(turn.canon_dir, turn.folder / "prompt.md"))
+        argv = sandbox_argv(self.ws, invocation.argv, [self.tree, agent_scratch, *invocation.state_paths],
+                            gateway_relay=relay, view=view)
+        env.update({"BANACH_PROMPT_FILE": str(turn.folder / "prompt.md"), "BANACH_CANON": str(turn.canon_dir),
+                    "BANACH_ITEM": turn.item.id, "BANACH_ITERATION": str(turn.n), "TMPDIR": str(agent_scratch),
+                    "BANACH_PYTHON": python})
         env.update(agents.preset_env(invocation, agent_scratch))
         turn.control = self.code.control_files()
         try:

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +86,13 @@ class Gateway:
     def start(self) -> Gateway:
         self.port = self._thread.start(self._serve())
         return self
+
+    def run_on_loop(self, function: Callable[[], object]) -> None:
+        """Call function on the gateway's own thread (build restricts that thread too, once it has restricted itself)."""
+        async def on_loop() -> None:
+            function()
+
+        self._thread.call(on_loop())
 
     def stop(self) -> None:
         if not self._thread.running:

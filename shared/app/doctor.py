@@ -28,6 +28,7 @@ def examine(ws: Workspace | None) -> list[Finding]:
         for missing in landlock_features()["missing"]:
             findings.append(Finding(False, f"Landlock: {missing}", "a newer kernel enforces it; until then it is not held"))
     findings.append(gateway_only_network(configured=ws is not None and ws.config.gateway.network == "gateway-only"))
+    findings.append(turn_views(configured=ws is None or ws.config.isolation.reach == "turn"))
     lacking = containment_available()
     findings.append(Finding(not lacking, "cgroups: each agent turn and check runs in its own cgroup, killed whole"
                             if not lacking else f"cgroups: {lacking}",
@@ -135,6 +136,23 @@ def gateway_only_network(*, configured: bool) -> Finding:
     return Finding(False, f"gateway-only network: cannot work here: {why}",
                    "the reason says what this machine lacks; until it has it, network = 'gateway-only' is refused "
                    "(the agent is never run with an open network instead)")
+
+
+def turn_views(*, configured: bool) -> Finding:
+    """Try a turn's view for real (shared/isolation/view.py): /bin/true run in one, with the pieces it takes named."""
+    from shared.isolation.view import probe
+
+    pieces = ("user, mount, PID, network, IPC and UTS namespaces, " + ("idmapped mounts, " if os.geteuid() == 0 else "")
+              + "open_tree/move_mount, pivot_root")
+    why = probe()
+    if not why:
+        return Finding(True, f"turn views: work ({pieces}); a turn started by "
+                             + ("root runs as uid 65534" if os.geteuid() == 0 else "you runs as you, without capabilities"))
+    if not configured:
+        return Finding(True, f"turn views: not available here ({why}); isolation.reach is 'machine', so nothing is lost")
+    return Finding(False, f"turn views: cannot work here: {why}",
+                   f"they need {pieces}; until the machine has them build-loop refuses to start, unless "
+                   "isolation.reach = 'machine' (turns then read the whole machine, and every line says so)")
 
 
 def _gateway_findings(ws: Workspace) -> list[Finding]:

@@ -10,6 +10,7 @@ from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.environment import describe_cached
 from shared.errors import BanachError
+from shared.isolation.policy import reach_line
 from shared.isolation.sandbox import landlock_abi
 from shared.journal import Journal
 from shared.monitor.series import diagnose_segment, read_history
@@ -137,6 +138,8 @@ def status(ws: Workspace) -> dict[str, Any]:
             "landlock_abi": landlock_abi(),
             "warning": "NOTHING IS ENFORCED: isolation backend is 'none'" if backend == "none" else "",
             "roles": _roles(ws, backend),
+            "reach": ws.config.isolation.reach if backend != "none" else "machine",
+            "turn_reach": reach_line(ws),
         },
         "environments": [line for role in ("spec", "plan", "build") for line in describe_cached(ws, role)],
         "processes": processes,
@@ -241,6 +244,7 @@ def render(info: dict[str, Any]) -> str:
     lines.append(f"isolation   {iso['backend']}"
                  + (f" (Landlock ABI {iso['landlock_abi']})" if iso["backend"] == "landlock" else "")
                  + (f"  WARNING: {iso['warning']}" if iso["warning"] else ""))
+    lines.append(f"reach       {iso['turn_reach']}")
     for environment in info["environments"] or ["the project's code runs on Banach's own interpreter (it needs nothing "
                                                 "beyond pytest)"]:
         lines.append(f"environment {environment}")

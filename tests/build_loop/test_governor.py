@@ -227,28 +227,46 @@ def test_sim_agent_is_labelled(measured: Workspace) -> None:
     assert "SIMULATED" in started
 
 
+def with_reach(ws: Workspace, reach: str) -> Workspace:
+    """reach 'machine': Landlock's write rules alone; 'turn': the turn's own view first, where the stores are absent."""
+    text = (ws.root / "banach.toml").read_text().replace('backend = "landlock"', f'backend = "landlock"\nreach = "{reach}"')
+    (ws.root / "banach.toml").write_text(text)
+    return Workspace.open(ws.root)
+
+
+def refused(seen: str, store: str, reach: str) -> bool:
+    """Landlock says EACCES; in a view the store is not there at all, or its folder is the view's own, read-only."""
+    return f"DENIED {store}: EACCES" in seen or (reach == "turn" and f"DENIED {store}: ENOENT" in seen)
+
+
 @pytest.mark.landlock
-def test_agent_cannot_write_canon_or_conformance_tests(measured_landlock: Workspace) -> None:
-    ws = measured_landlock
+@pytest.mark.parametrize("reach", ["machine", "turn"])
+def test_agent_cannot_write_canon_or_conformance_tests(measured_landlock: Workspace, reach: str) -> None:
+    ws = with_reach(measured_landlock, reach)
     canon_before = git(ws.canon, "status", "--porcelain")
     once(ws, "writes_canon.py")
     seen = output(ws, 1)
-    assert "DENIED ../canon/requirements/textkit.md: EACCES" in seen
-    assert "DENIED ../canon/tests/test_slug.py: EACCES" in seen
+    assert refused(seen, "../canon/requirements/textkit.md", reach), seen
+    assert refused(seen, "../canon/tests/test_slug.py", reach), seen
     assert git(ws.canon, "status", "--porcelain") == canon_before == ""
     assert last_iteration(ws)["decision"] == "keep"
 
 
 @pytest.mark.landlock
-def test_agent_cannot_write_fix_plan_journal_keys_or_outside(measured_landlock: Workspace, tmp_path: Path) -> None:
+@pytest.mark.parametrize("reach", ["machine", "turn"])
+def test_agent_cannot_write_fix_plan_journal_keys_or_outside(measured_landlock: Workspace, tmp_path: Path,
+                                                             reach: str) -> None:
+    ws = with_reach(measured_landlock, reach)
     outside = tmp_path / "outside.txt"
-    cli("build-loop", "once", "--workspace", str(measured_landlock.root), "--agent-command",
-        agent("writes_stores.py") + f" {outside}")
-    seen = output(measured_landlock, 1)
+    before = {name: (ws.root / name).read_bytes() for name in ("plan/fix_plan.json", "banach.toml")}
+    cli("build-loop", "once", "--workspace", str(ws.root), "--agent-command", agent("writes_stores.py") + f" {outside}")
+    seen = output(ws, 1)
     stores = ("../plan/fix_plan.json", "../state/build/journal.db", "../state/keys/build.key", "../banach.toml", str(outside))
     for store in stores:
-        assert f"DENIED {store}: EACCES" in seen, seen
+        assert refused(seen, store, reach), seen
     assert not outside.exists()
+    assert before == {name: (ws.root / name).read_bytes() for name in before}
+    assert cli("banach", "journal", "verify", "--workspace", str(ws.root)).returncode == 0
 
 
 def test_without_landlock_canon_edits_still_do_not_count(measured: Workspace) -> None:
@@ -263,9 +281,10 @@ def test_without_landlock_canon_edits_still_do_not_count(measured: Workspace) ->
 
 
 @pytest.mark.landlock
-def test_agent_cannot_read_the_receipt_keys(measured_landlock: Workspace) -> None:
-    once(measured_landlock, "reads_keys.py")
+@pytest.mark.parametrize("reach", ["machine", "turn"])
+def test_agent_cannot_read_the_receipt_keys(measured_landlock: Workspace, reach: str) -> None:
+    once(with_reach(measured_landlock, reach), "reads_keys.py")
     seen = output(measured_landlock, 1)
-    assert "DENIED ../state/keys/build.key: EACCES" in seen and "DENIED ../state/keys/plan.key: EACCES" in seen
+    assert refused(seen, "../state/keys/build.key", reach) and refused(seen, "../state/keys/plan.key", reach), seen
     assert "# textkit" in seen  # the rest of the world stays readable
     assert last_iteration(measured_landlock)["decision"] == "keep"

@@ -12,7 +12,7 @@ import pytest
 
 from shared.journal import Journal
 from shared.workspace import Workspace
-from tests.helpers.workspaces import cli
+from tests.helpers.workspaces import OPEN, cli
 
 FAKE = """#!{python}
 import json, os, sys
@@ -56,7 +56,7 @@ def test_preset_contract(measured: Workspace, tmp_path: Path, preset: str) -> No
     install_fake(tmp_path / "bin", preset, record)
     model = 'model = "M"\n'
     text = measured.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
-    measured.config_file.write_text(text + f'\n[agents.real]\npreset = "{preset}"\n{model}')
+    measured.config_file.write_text(text + f'\n[agents.real]\npreset = "{preset}"\n{model}\n' + OPEN)
     env = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "OPERATOR_SECRET": "s3cret"}
     result = cli("build-loop", "once", "--workspace", str(measured.root), env=env)
     assert result.returncode == 0, result.stderr
@@ -87,7 +87,7 @@ def test_secrets_named_in_config_do_reach_the_agent(measured: Workspace, tmp_pat
     record = tmp_path / "record.json"
     install_fake(tmp_path / "bin", "claude", record)
     text = measured.config_file.read_text().replace('agent = "sim"', 'agent = "real"\nenv_allow = ["PATH", "ANTHROPIC_API_KEY"]')
-    measured.config_file.write_text(text + '\n[agents.real]\npreset = "claude"\n')
+    measured.config_file.write_text(text + '\n[agents.real]\npreset = "claude"\n' + OPEN)
     env = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "ANTHROPIC_API_KEY": "k", "OTHER_SECRET": "x"}
     assert cli("build-loop", "once", "--workspace", str(measured.root), env=env).returncode == 0
     seen = json.loads(record.read_text())["env"]
@@ -114,7 +114,9 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "r
 
 
 @pytest.mark.landlock
-def test_a_cli_may_write_its_own_state_and_nothing_else_in_home(measured_landlock: Workspace, tmp_path: Path) -> None:
+@pytest.mark.parametrize("reach", ["machine", "turn"])
+def test_a_cli_may_write_its_own_state_and_nothing_else_in_home(measured_landlock: Workspace, tmp_path: Path,
+                                                                reach: str) -> None:
     # A real CLI keeps its login and sessions in HOME and stops when it cannot write there. It has never run on this
     # account: ~/.claude does not exist yet, and build creates it. claude's ~/.claude.json (replaced by a rename in
     # HOME, which no grant of the file allows) moves into it through CLAUDE_CONFIG_DIR.
@@ -124,23 +126,29 @@ def test_a_cli_may_write_its_own_state_and_nothing_else_in_home(measured_landloc
     fake = tmp_path / "bin" / "claude"
     fake.parent.mkdir()
     fake.write_text(STATEFUL_FAKE.format(python=sys.executable))
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    fake.chmod(0o755)  # a turn started by root runs as uid 65534 in its view
     ws = measured_landlock
     text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
-    ws.config_file.write_text(text + '\n[agents.real]\npreset = "claude"\n')
+    text = text.replace('backend = "landlock"', f'backend = "landlock"\nreach = "{reach}"')
+    ws.config_file.write_text(text + '\n[agents.real]\npreset = "claude"\n' + OPEN)
     env = {"PATH": f"{fake.parent}:{os.environ['PATH']}", "HOME": str(home)}
     result = cli("build-loop", "once", "--workspace", str(ws.root), env=env)
     assert result.returncode == 0, result.stderr
     assert f"the agent CLIs' own state: {home / '.claude'}\n" in result.stderr or \
         f"the agent CLIs' own state: {home / '.claude'};" in result.stderr, result.stderr
     seen = json.loads((home / ".claude" / "record.json").read_text())
-    assert seen == {".claude/session.json": "written", ".claude.json": "Permission denied", "elsewhere.txt": "Permission denied",
+    # In its view the turn's HOME is a fresh folder, whose files are thrown away with it; with the machine's reach,
+    # Landlock refuses them.
+    elsewhere = "written" if reach == "turn" else "Permission denied"
+    assert seen == {".claude/session.json": "written", ".claude.json": elsewhere, "elsewhere.txt": elsewhere,
                     "CLAUDE_CONFIG_DIR": str(home / ".claude")}
+    assert (home / ".claude" / "session.json").read_text() == "x"
+    assert (home / ".claude.json").read_text() == "{}" and not (home / "elsewhere.txt").exists()
 
 
 def test_state_paths_must_not_be_relative(measured: Workspace) -> None:
     text = measured.config_file.read_text()
-    measured.config_file.write_text(text + '\n[agents.real]\npreset = "codex"\nstate_paths = ["codex-state"]\n')
+    measured.config_file.write_text(text + '\n[agents.real]\npreset = "codex"\nstate_paths = ["codex-state"]\n' + OPEN)
     result = cli("build-loop", "once", "--workspace", str(measured.root))
     assert result.returncode == 1
     assert "agents.real.state_paths" in result.stderr and "'codex-state' must start with ~, $VAR or /" in result.stderr

@@ -10,7 +10,7 @@ import pytest
 
 from shared.journal import Journal
 from shared.workspace import Workspace
-from tests.helpers.workspaces import agent, cli
+from tests.helpers.workspaces import OPEN, agent, cli
 
 
 def test_turn_budget_stops_the_run_and_says_which(measured: Workspace) -> None:
@@ -62,7 +62,7 @@ def test_cost_budget_adds_up_what_the_cli_reports_and_stops(measured: Workspace,
     fake.write_text(FAKE_CLAUDE.format(python=sys.executable))
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     text = measured.config_file.read_text().replace('agent = "sim"', 'agent = "real"\nmax_cost_usd = 1.0')
-    measured.config_file.write_text(text + '\n[agents.real]\npreset = "claude"\n')
+    measured.config_file.write_text(text + '\n[agents.real]\npreset = "claude"\n' + OPEN)
     env = {"PATH": f"{fake.parent}:{os.environ['PATH']}"}
     result = cli("build-loop", "run", "--workspace", str(measured.root), env=env, timeout=60)
     assert result.returncode == 0, result.stderr

@@ -32,6 +32,17 @@ def live_descendants(root: int) -> list[int]:
     return found
 
 
+def pid_of(marker: str) -> int:
+    """The host pid of the process whose command line holds marker (one in a PID namespace knows only its own)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                return int(entry.name)
+        except OSError:
+            continue
+    return 0  # gone: no process of that pid is alive
+
+
 def alive(pid: int) -> bool:
     stat = _stat(pid)
     return stat is not None and stat[0] not in ("Z", "X")

@@ -24,7 +24,16 @@ def set_config(root: Path, *, backend: str | None = None, extra: str = "") -> No
     text = config.read_text()
     if backend is not None:
         text = text.replace('backend = "landlock"', f'backend = "{backend}"')
+    text = agents_readable(text)
     config.write_text(text + ("\n" + extra if extra else ""))
+
+
+def agents_readable(text: str) -> str:
+    """banach.toml with the scripted agents' folder readable in a turn's view: a program there imports its
+    neighbours (_lib.py), and a turn's view holds only the folder of the file its command line names."""
+    if "read_paths" in text:
+        return text
+    return text.replace("[isolation]\n", f'[isolation]\nread_paths = ["{AGENTS}"]  # the scripted agents\' _lib.py\n', 1)
 
 
 def agent(name: str) -> str:
@@ -59,7 +68,7 @@ def custom(tmp: Path, canon_text: str, agent_script: str, *, config: str = "") -
 
     ws = init_workspace(tmp / "ws", example=False)
     text = ws.config_file.read_text().replace('backend = "landlock"', 'backend = "none"')
-    text = text.replace('agent = "sim"', 'agent = "scripted"')
+    text = agents_readable(text.replace('agent = "sim"', 'agent = "scripted"'))
     ws.config_file.write_text(text + f'\n[agents.scripted]\npreset = "command"\ncommand = "{agent(agent_script)}"\n' + config)
     ws = Workspace.open(ws.root)
     spec = SpecService(ws)
@@ -68,3 +77,7 @@ def custom(tmp: Path, canon_text: str, agent_script: str, *, config: str = "") -
     spec.close()
     assert decision.accepted, decision.problems
     return Workspace.open(ws.root)
+
+
+# banach.toml lines for a CLI that talks to its model directly: the default network is the gateway's only
+OPEN = '\n[gateway]\nnetwork = "open"  # this CLI talks to its model directly\n'

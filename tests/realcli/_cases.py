@@ -9,6 +9,7 @@ from pathlib import Path
 
 from shared.workspace import Workspace
 from tests.helpers.model_server import ModelServer, RateLimit, Script, Write
+from tests.helpers.workspaces import OPEN
 from tests.realcli._governed import (
     ITEM_FILE,
     USELESS,
@@ -43,7 +44,7 @@ def configure(ws: Workspace, cli: Cli, executable: Path, url: str) -> None:
     text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
     lines = [f'preset = "{cli.preset}"', f'api_key_env = "{cli.key_env}"', f'command = "{executable}"',
              f'model = "{MODEL}"', f'base_url = "{url}"']
-    ws.config_file.write_text(text + "\n[agents.real]\n" + "\n".join(lines) + "\n" + cli.extra)
+    ws.config_file.write_text(text + "\n[agents.real]\n" + "\n".join(lines) + "\n" + cli.extra + OPEN)
 
 
 def _turn(ws: Workspace, cli: Cli, timeout: float = 150) -> Turn:

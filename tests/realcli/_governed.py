@@ -19,7 +19,7 @@ from build_loop.sim_agent import reference_root
 from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.helpers.model_server import ModelServer, Recorded, Script, Write
-from tests.helpers.workspaces import cli, git
+from tests.helpers.workspaces import OPEN, cli, git
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = reference_root() / "TK-1"
@@ -62,7 +62,8 @@ def configure(ws: Workspace, preset: str, executable: Path, model: str, env_allo
     text = ws.config_file.read_text().replace('agent = "sim"', 'agent = "real"')
     allowed = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", *env_allow)
     text = re.sub(r"^\[build\]\n", f"[build]\nenv_allow = {list(allowed)!r}\n".replace("'", '"'), text, count=1, flags=re.M)
-    ws.config_file.write_text(text + f'\n[agents.real]\npreset = "{preset}"\ncommand = "{executable}"\nmodel = "{model}"\n')
+    text += f'\n[agents.real]\npreset = "{preset}"\ncommand = "{executable}"\nmodel = "{model}"\n'
+    ws.config_file.write_text(text + OPEN)
 
 
 @dataclass(frozen=True)

@@ -66,11 +66,14 @@ def output(ws: Workspace, n: int) -> str:
     return cli("build-loop", "report", str(n), "--output", "--workspace", str(ws.root)).stdout
 
 
-def test_the_agent_finds_no_provider_key_and_its_turn_is_on_the_record(measured_landlock: Workspace) -> None:
+@pytest.mark.parametrize("reach", ["machine", "turn"])
+def test_the_agent_finds_no_provider_key_and_its_turn_is_on_the_record(measured_landlock: Workspace, reach: str) -> None:
     """The key is this test's own: other tests running at the same time start build-loops with theirs, which the hunt
     may see in the moment before each starts itself again without it (SECURITY.md says so; this test is about
-    this turn's key)."""
+    this turn's key). In a turn's view no other process is there to hunt in."""
     ws = measured_landlock
+    text = ws.config_file.read_text()
+    ws.config_file.write_text(text.replace('backend = "landlock"', f'backend = "landlock"\nreach = "{reach}"'))
     key = f"sk-CANARY-{secrets.token_hex(8)}-hunted"
     with ModelServer(Script.of(Write({ITEM_FILE: _right()}), root=str(ws.code), api_key=key)) as server:
         configure(ws, server, agent_args="--hunt")
@@ -83,7 +86,10 @@ def test_the_agent_finds_no_provider_key_and_its_turn_is_on_the_record(measured_
     # the hunt was real: build-loop's own starting environment was readable (Landlock does not guard environ), and
     # holds no key, because build-loop started itself again without the variable it was given
     build = re.search(r"^FOUND /proc/(\d+)/cmdline: \S+ -m build_loop once", said, re.M)
-    assert build is not None and f"FOUND /proc/{build.group(1)}/environ:" in said
+    if reach == "machine":
+        assert build is not None and f"FOUND /proc/{build.group(1)}/environ:" in said
+    else:
+        assert build is None and "-m build_loop" not in said, said
     assert re.search(r"DENIED \.\./state/keys/providers/?\S*", said) or "state/keys/providers" not in said
     committed = git(ws.code, "show", "HEAD")
     assert key not in committed

@@ -13,7 +13,7 @@ import pytest
 
 from shared.journal import Journal
 from shared.workspace import Workspace
-from tests.helpers.processes import alive
+from tests.helpers.processes import alive, pid_of
 from tests.helpers.workspaces import HELPERS, cli, git
 from tests.redteam.conftest import allow_tampering, pwned
 
@@ -163,10 +163,15 @@ def test_recovery_does_not_adopt_the_agents_own_commit(measured: Workspace) -> N
 
 
 @pytest.mark.landlock
-def test_the_agent_can_neither_kill_build_nor_write_its_git_directory(measured_landlock: Workspace) -> None:
+@pytest.mark.parametrize("reach", ["machine", "turn"])
+def test_the_agent_can_neither_kill_build_nor_write_its_git_directory(measured_landlock: Workspace, reach: str) -> None:
+    """Landlock's signal scope refuses the kill; in a turn's view build-loop is not even among the processes."""
+    text = measured_landlock.config_file.read_text()
+    measured_landlock.config_file.write_text(text.replace('backend = "landlock"', f'backend = "landlock"\nreach = "{reach}"'))
     data = turn(measured_landlock, "forged_recovery.py")
     seen = agent_output(measured_landlock)
-    assert "KILLED" not in seen and "DENIED kill" in seen, seen
+    expected = "DENIED kill" if reach == "machine" else "NOT FOUND build-loop"
+    assert "KILLED" not in seen and expected in seen, seen
     assert data["decision"] == "keep"
     assert git(measured_landlock.code, "log", "-1", "--format=%an") == "banach-build"
 
@@ -176,8 +181,8 @@ def test_the_agent_can_neither_kill_build_nor_write_its_git_directory(measured_l
 def test_nothing_the_turn_started_outlives_it(request: pytest.FixtureRequest, backend: str) -> None:
     ws: Workspace = request.getfixturevalue("measured" if backend == "none" else "measured_landlock")
     turn(ws, "outlives_turn.py")
-    daemon = int(re.search(r"DAEMON (\d+)", agent_output(ws)).group(1))  # type: ignore[union-attr]
-    assert not alive(daemon), f"process {daemon} outlived its turn"
+    marker = re.search(r"DAEMON \d+ (\S+)", agent_output(ws)).group(1)  # type: ignore[union-attr]
+    assert not alive(pid_of(marker)), f"process {pid_of(marker)} outlived its turn"
 
 
 @pytest.mark.landlock
@@ -191,7 +196,7 @@ def test_nothing_outlives_a_turn_whose_build_loop_was_killed(measured_landlock: 
     deadline = time.monotonic() + 60
     while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    daemon = int(pid_file.read_text())
+    daemon = pid_of(pid_file.read_text().split()[1])
     build.kill()
     build.wait()
     assert alive(daemon)  # nothing ran that could have stopped it

@@ -17,7 +17,7 @@ from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.build_loop.test_reactions import CONTRADICTORY, stall_canon
 from tests.helpers.waiting import wait_until
-from tests.helpers.workspaces import cli, custom, git
+from tests.helpers.workspaces import OPEN, cli, custom, git
 
 FAKE_CLAUDE = """#!{python}
 import json, sys
@@ -113,7 +113,7 @@ def test_a_cost_budget_adds_up_what_the_agent_reports(tmp_path: Path) -> None:
     fake.parent.mkdir()
     fake.write_text(FAKE_CLAUDE.format(python=sys.executable))
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    ws = custom(tmp_path, stall_canon(2), "no_change.py", config='\n[agents.real]\npreset = "claude"\n')
+    ws = custom(tmp_path, stall_canon(2), "no_change.py", config='\n[agents.real]\npreset = "claude"\n' + OPEN)
     ws.config_file.write_text(ws.config_file.read_text().replace('agent = "scripted"', 'agent = "real"'))
     result = cli("banach", "run", "--until-certified", "--max-cost", "1", "--workspace", str(ws.root),
                  env={"PATH": f"{fake.parent}:{os.environ['PATH']}"}, timeout=300)

@@ -12,7 +12,8 @@ from _lib import prompt, try_write  # noqa: E402
 lane = Path.cwd()  # state/build/lanes/K/tree
 root = lane.parents[4]  # the workspace
 targets = [root / "code" / "planted.txt", lane.parent / "code.git" / "HEAD"]
-targets += [other / "tree" / "planted.txt" for other in sorted(lane.parents[1].iterdir()) if other != lane.parent]
+lanes = lane.parents[1]  # by number: in a turn's view the other lanes are not even listed
+targets += [lanes / str(k) / "tree" / "planted.txt" for k in range(1, 5) if lanes / str(k) != lane.parent]
 for target in targets:
     print(try_write(str(target), "planted by another lane's agent\n"))
 for rid in __import__("re").findall(r"P-(\d+)", prompt().split("Requirements:", 1)[1].splitlines()[0]):
