@@ -5,6 +5,9 @@
 With --baseline, the same benchmark of commit REV (exported from this repository into a temp folder and
 run there as a child, in the same run) is printed beside this tree's, with the ratio.
 
+Each size runs three ways: no isolation; Landlock with isolation.reach = "machine" (a turn reads the whole machine);
+Landlock with reach = "turn" (each turn in a view of its own: the namespaces, clones and pivot that costs).
+
 The agent is a no-op (`true`), there are no sensors, and the item's one check fails at the
 checkpoint, so every iteration is a stall: checkpoint (refs, index flags; the sensor reading is cached
 by commit), prompt, agent turn in its own session, ref guards, fence (git status), rollback. The bare
@@ -58,10 +61,11 @@ def main() -> None:
     print(header + extra + " |")
     print("|---:|---|---:|---:|---:|---:" + ("|---:|---:" if before else "") + "|")
     for files in (int(f) for f in args.files.split(",")):
-        for backend in ("none", "landlock"):
+        for backend, reach in (("none", "machine"), ("landlock", "machine"), ("landlock", "turn")):
             with tempfile.TemporaryDirectory() as tmp:
                 ws = workspace(Path(tmp) / "ws", CANON, backend=backend)
                 text = ws.config_file.read_text().replace('agent = "sim"', f'agent = "sim"{BUDGETS}')
+                text = text.replace(f'backend = "{backend}"', f'backend = "{backend}"\nreach = "{reach}"')
                 ws.config_file.write_text(text)
                 ws = Workspace.open(ws.root)
                 fill_code(ws, files)
@@ -74,9 +78,10 @@ def main() -> None:
                 governor.close()
                 bare = timed(lambda code=ws.code: subprocess.run(["true"], cwd=code, check=False), args.iterations)
             g, b = median_ms(governed), median_ms(bare)
-            old = before.get((str(files), backend))
+            isolation = backend if backend == "none" else f"{backend}, reach {reach}"
+            old = before.get((str(files), isolation))
             tail = f" | {old:.1f} ms | {g / old:.2f}x" if old else (" | - | -" if before else "")
-            print(f"| {files} | {backend} | {b:.1f} ms | {g:.1f} ms | {g - b:.1f} ms | {g / b:.0f}x{tail} |", flush=True)
+            print(f"| {files} | {isolation} | {b:.1f} ms | {g:.1f} ms | {g - b:.1f} ms | {g / b:.0f}x{tail} |", flush=True)
 
 
 if __name__ == "__main__":
