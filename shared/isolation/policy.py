@@ -187,7 +187,7 @@ def reach_line(ws: Workspace) -> str:
                 + (", backend 'none'" if ws.config.isolation.backend == "none" else "") + ")")
     who = f"uid {TURN_UID} (nobody)" if os.geteuid() == 0 else "your own uid"
     network = ("the MACHINE'S NETWORK (gateway.network = 'open')" if ws.config.gateway.network == "open"
-               else "no network but the model gateway")
+               else "no network but the model gateway (none for an agent without one)")
     return f"a turn sees its own view (work tree, canon, toolchains, a fresh HOME), its own processes, runs as {who}, {network}"
 
 
