@@ -71,7 +71,7 @@ class Measurer:
         project = project or OWN
         # 'sh -c "CMD \"$@\"" sh ARGS' hands the junit flag of a pytest-kind sensor on to the command
         sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command + (' "$@"' if s.kind == "pytest" else ""), "sh"), s.kind,
-                          s.timeout)
+                          s.timeout, network=s.network)
                    for s in self.ws.config.build.sensors]
         timeout = self.ws.config.plan.check_timeout
         for rid in item.requirements:
@@ -79,10 +79,11 @@ class Measurer:
             if req is None:
                 continue
             for index, command in enumerate(req.checks):
-                sensors.append(Sensor(f"canon:{rid}:check:{index}", ("/bin/sh", "-c", command), "command", timeout))
+                sensors.append(Sensor(f"canon:{rid}:check:{index}", ("/bin/sh", "-c", command), "command", timeout,
+                                      network=req.network))
             if req.tests:
                 sensors.append(Sensor(f"canon:{rid}:tests", (), "conformance", timeout, tuple(req.tests), canon_dir,
-                                      project.python, project.roots))
+                                      project.python, project.roots, req.network))
         return sensors
 
     def env(self, canon_dir: Path, scratch: Path, project: ProjectEnv | None = None) -> dict[str, str]:
@@ -98,8 +99,8 @@ class Measurer:
 
     def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path, project: ProjectEnv | None = None) -> Reading:
         # sensors read the work tree and write only their own folder: what they judge is what gets committed
-        def wrap(argv: tuple[str, ...], *, writable: Path, hidden: list[Path]) -> tuple[str, ...]:
-            return sandbox_argv(self.ws, argv, [writable], hidden=hidden)
+        def wrap(argv: tuple[str, ...], *, writable: Path, hidden: list[Path], network: str) -> tuple[str, ...]:
+            return sandbox_argv(self.ws, argv, [writable], hidden=hidden, offline=network == "none")
 
         return read_sensors(sensors, self.tree, self.env(canon_dir, scratch, project), scratch, wrap, self.limits,
                             self.cancel)

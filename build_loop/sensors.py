@@ -38,6 +38,7 @@ class Sensor:
     canon_dir: Path | None = None  # conformance: build's export of canon
     python: str = sys.executable  # conformance: the project's interpreter (shared/environment.py)
     roots: tuple[str, ...] = ("",)  # conformance: the code's import roots
+    network: str = "none"  # "none": cut off, only its own loopback; "open": the machine's (canon or the sensor says so)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def _junit_results(path: Path, name: str) -> dict[str, bool]:
 class Wrap(Protocol):
     """Confines a sensor's argv: it writes only `writable` and reads none of `hidden`."""
 
-    def __call__(self, argv: tuple[str, ...], *, writable: Path, hidden: list[Path]) -> tuple[str, ...]: ...
+    def __call__(self, argv: tuple[str, ...], *, writable: Path, hidden: list[Path], network: str) -> tuple[str, ...]: ...
 
 
 def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch: Path,
@@ -129,7 +130,8 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
         if sensor.kind == "conformance" and sensor.canon_dir is not None:
             measured = conformance.prepare(sensor.canon_dir, cwd, sensor.nodes, folder, python=sensor.python,
                                            roots=sensor.roots)
-            confine = partial(wrap, writable=measured.scratch, hidden=[sensor.canon_dir]) if wrap else None
+            confine = partial(wrap, writable=measured.scratch, hidden=[sensor.canon_dir], network=sensor.network) \
+                if wrap else None
             request = measured.request(env=env, timeout=sensor.timeout, limits=limits, wrap=confine)
         else:
             remove_tree(folder)
@@ -137,7 +139,7 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
             own = folder / "tmp"
             argv = (*sensor.argv, f"--junitxml={own / 'junit.xml'}", "-o", "junit_family=xunit1") \
                 if sensor.kind == "pytest" else sensor.argv
-            request = Request(wrap(argv, writable=own, hidden=[]) if wrap else argv, cwd=cwd,
+            request = Request(wrap(argv, writable=own, hidden=[], network=sensor.network) if wrap else argv, cwd=cwd,
                               env={**env, "TMPDIR": str(own), "HOME": str(own)}, timeout=sensor.timeout, grace=0.5,
                               limits=limits)
         try:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -44,6 +45,8 @@ class Requirement(Frozen):
     tests: tuple[str, ...] = Field((), description="pytest node ids of canon's conformance tests")
     reads: tuple[str, ...] = Field((), description="globs of the code its checks read; narrows the memo key")
     allows: tuple[str, ...] = Field((), description="kinds of the tamper scan (shared/tamper.py) its files may use")
+    network: Literal["none", "open"] = Field("none", description="what its checks reach: none (their own loopback) or "
+                                             "open (the machine's network, for a check that must fetch something)")
     depends_on: tuple[str, ...] = ()
     conflicts_with: tuple[str, ...] = ()
     source: SourceRef

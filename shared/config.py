@@ -70,6 +70,8 @@ class SensorConfig(Model):
         "command", description="pytest: results are taken per test id (from junit XML) for the ratchet"
     )
     timeout: float = Field(120.0, gt=0, description="seconds before the sensor is killed and counts as failing")
+    network: Literal["none", "open"] = Field("none", description="none: it runs cut off, only its own loopback "
+                                             "answers; open: the machine's network")
 
 
 class BuildConfig(Model):

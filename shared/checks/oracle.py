@@ -45,6 +45,7 @@ class Check:
     label: str
     timeout: float
     memo_key: str
+    network: str = "none"  # the requirement's `network:` in canon: "none" runs it cut off, "open" with the machine's
 
 
 @dataclass(frozen=True)
@@ -89,15 +90,16 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
     checks = []
     for req in sorted(canon.requirements.values(), key=lambda r: r.id):
         code_key = _code_key(req, tree, blobs) if req.measured else ""
+        net = {"net": req.network} if req.network != "none" else {}
         for index, command in enumerate(req.checks):
-            key = canonical({"k": "check", "cmd": command, "t": timeout, "code": code_key, **env_key})
+            key = canonical({"k": "check", "cmd": command, "t": timeout, "code": code_key, **env_key, **net})
             checks.append(Check(req.id, f"check:{index}", ("/bin/sh", "-c", command), command, timeout,
-                                hashlib.sha256(key.encode()).hexdigest()))
+                                hashlib.sha256(key.encode()).hexdigest(), req.network))
         if req.tests:
             key = canonical({"k": "tests", "nodes": req.tests, "t": timeout, "code": code_key, "canon": tests_tree,
-                             **env_key})
+                             **env_key, **net})
             checks.append(Check(req.id, "tests", tuple(req.tests), "pytest " + " ".join(req.tests), timeout,
-                                hashlib.sha256(key.encode()).hexdigest()))
+                                hashlib.sha256(key.encode()).hexdigest(), req.network))
     return checks
 
 
@@ -109,12 +111,15 @@ class _Prepared:
     conformance: conformance.Run | None = None
 
 
-def _confined(argv: tuple[str, ...], writable: Path, hidden: list[Path]) -> tuple[str, ...]:
+def _confined(argv: tuple[str, ...], writable: Path, hidden: list[Path], network: str) -> tuple[str, ...]:
     """A check's own Landlock domain inside the runner's: it writes only its folder, reads none of `hidden`, and
-    cannot signal or trace its sibling checks (Landlock lets a process trace only its own domain and those below)."""
+    cannot signal or trace its sibling checks (Landlock lets a process trace only its own domain and those below);
+    and, unless its requirement says `network: open`, a network of its own where only its loopback answers."""
     from shared.isolation.policy import wrapped
 
-    return wrapped(["--write", str(writable), *(flag for path in hidden for flag in ("--hide", str(path)))], argv)
+    offline = ["--offline"] if network == "none" else []
+    return wrapped(["--write", str(writable), *(flag for path in hidden for flag in ("--hide", str(path))), *offline],
+                   argv)
 
 
 def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | None, sandboxed: bool,
@@ -133,11 +138,11 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
     if check.identity != "tests":
         scratch = folder / "tmp"
         scratch.mkdir(parents=True)
-        argv = _confined(check.argv, scratch, others) if sandboxed else check.argv
+        argv = _confined(check.argv, scratch, others, check.network) if sandboxed else check.argv
         return _Prepared(Request(argv, cwd=snapshot.code, env={**env_vars, "HOME": str(scratch), "TMPDIR": str(scratch)},
                                  timeout=check.timeout, grace=0.5, limits=limits))
     measured = conformance.prepare(snapshot.canon, snapshot.code, check.argv, folder, python=env.python, roots=env.roots)
-    wrap = (lambda argv: _confined(argv, measured.scratch, [snapshot.canon, *others])) if sandboxed else None
+    wrap = (lambda argv: _confined(argv, measured.scratch, [snapshot.canon, *others], check.network)) if sandboxed else None
     return _Prepared(measured.request(env=env_vars, timeout=check.timeout, limits=limits, wrap=wrap),
                      measured)
 

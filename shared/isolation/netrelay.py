@@ -191,3 +191,15 @@ def serve_gateway(gateway: str, port: int) -> None:
     except OSError as exc:
         hint = f": {why_no_user_namespace()}" if exc.errno == errno.EPERM and os.geteuid() != 0 else ""
         raise NetworkIsolationMissing(f"in the new network namespace, could not {step}: {exc.strerror}{hint}") from None
+
+
+def cut_off() -> None:
+    """Leave this process with a network of its own where only loopback answers: no host port, no outside address, no
+    DNS (a check's own local server still works). Raises NetworkIsolationMissing with what this machine lacks. Call it
+    while single-threaded."""
+    _enter_empty_network()
+    try:
+        loopback_up()
+        _drop_network_admin()
+    except OSError as exc:
+        raise NetworkIsolationMissing(f"in the new network namespace, could not bring loopback up: {exc.strerror}") from None

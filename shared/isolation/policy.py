@@ -118,7 +118,10 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     for other in ROLES:
         ws.role_dir(other).mkdir(parents=True, exist_ok=True)
     cgroups = cgroup_parents() if role in ("build", "plan") else ()
-    abi = landlock_restrict([*paths, *agent_state, *cgroups], hidden_paths(ws, role))
+    # A check cut off the network (sandbox --offline) started by an ordinary user maps its user namespace's ids by
+    # writing /proc/self/uid_map, under every Landlock layer above it; its own layer then allows no /proc write.
+    proc = [Path("/proc")] if os.geteuid() != 0 and role in ("spec", "plan", "build") else []
+    abi = landlock_restrict([*paths, *agent_state, *cgroups, *proc], hidden_paths(ws, role))
     extra = f"; the agent CLIs' own state: {', '.join(map(str, agent_state))}" if agent_state else ""
     if cgroups:
         extra += f"; its run cgroups under {', '.join(map(str, cgroups))}"
@@ -193,12 +196,15 @@ def reach_line(ws: Workspace) -> str:
 
 def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, hidden: list[Path] | None = None,
                  gateway_relay: tuple[Path, int] | None = None,
-                 connect_ports: tuple[int, ...] | None = None, view: TurnView | None = None) -> tuple[str, ...]:
+                 connect_ports: tuple[int, ...] | None = None, view: TurnView | None = None,
+                 offline: bool = False) -> tuple[str, ...]:
     """Wrap a child's argv so that it runs with writes narrowed to `writable`, the receipt keys unreadable, and no
     signals or abstract unix sockets to processes outside where the kernel has scopes (landlock backend only).
     Isolated mode (-I): neither the child's cwd (the work tree) nor PYTHONPATH can put a module before the wrapper's.
 
     connect_ports: TCP connects only to these ports, where the kernel has Landlock network rules.
+    offline: a network namespace of its own where only its loopback answers (a sensor whose requirement does not say
+    `network: open`).
     gateway_relay (socket, port): the gateway-only network, where 127.0.0.1:port is the gateway's unix socket and
     nothing else is reachable (shared/isolation/netrelay.py). It needs the wrapper, so another backend is refused for it."""
     from shared.isolation.sandbox import landlock_features
@@ -221,6 +227,8 @@ def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, 
     if gateway_relay is not None:
         socket_path, port = gateway_relay
         flags += ["--gateway-relay", f"{socket_path}:{port}"]
+    elif offline and view is None:  # a view makes its own network
+        flags.append("--offline")
     if connect_ports is not None and landlock_features()["net"]:  # TCP to these ports only (any address)
         flags += [flag for port in connect_ports for flag in ("--connect-port", str(port))]
     return wrapped(flags, argv)

@@ -1,7 +1,7 @@
 """Landlock through our own binding of its three system calls, and the wrapper every sandboxed child runs in:
 
     python -I -m shared.isolation.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]...
-                                          [--no-network] [--gateway-relay SOCKET:PORT]
+                                          [--no-network] [--gateway-relay SOCKET:PORT | --offline]
                                           [--view [--read DIR]... [--home DIR --home-path PATH] [--host-network]
                                                   [--no-landlock]]
                                           -- PROGRAM ARGS
@@ -20,7 +20,8 @@ Without --view, --gateway-relay first moves the wrapper into a network namespace
 127.0.0.1:PORT is a relay to the unix socket SOCKET and nothing else answers (shared/isolation/netrelay.py). The
 namespace is the boundary: inside it the program may still bind and connect on loopback (a test suite's own local
 server works). `--connect-port PORT` on top
-narrows TCP to the relay alone with Landlock, where the kernel has network rules.
+narrows TCP to the relay alone with Landlock, where the kernel has network rules. --offline makes the same namespace
+without a relay: a check whose requirement does not say `network: open` reaches nothing but its own loopback.
 
 Kept free of heavy imports (no pydantic, no config, no dataclasses): every sandboxed child pays for this start-up.
 """
@@ -248,7 +249,7 @@ def restrict_writes(paths: Sequence[Path], hidden: Sequence[Path] = (), *,
 
 _VALUE_FLAGS = ("--write", "--hide", "--connect-port", "--gateway-relay", "--read", "--home", "--home-path")
 USAGE = ("usage: python -I -m shared.isolation.sandbox [--write DIR]... [--hide DIR]... [--scope] [--connect-port N]... "
-         "[--no-network] [--gateway-relay SOCKET:PORT] [--view [--read DIR]... [--home DIR --home-path PATH] "
+         "[--no-network] [--gateway-relay SOCKET:PORT | --offline] [--view [--read DIR]... [--home DIR --home-path PATH] "
          "[--host-network] [--no-landlock]] -- PROGRAM [ARGS]")
 
 
@@ -264,7 +265,7 @@ def _parse(options: list[str]) -> dict[str, list[str]]:
                 raise ValueError(f"{flag} needs a value")
             found.setdefault(flag, []).append(options[index + 1])
             index += 2
-        elif flag in ("--scope", "--no-network", "--view", "--host-network", "--no-landlock"):
+        elif flag in ("--scope", "--no-network", "--offline", "--view", "--host-network", "--no-landlock"):
             found[flag] = []
             index += 1
         else:
@@ -278,6 +279,8 @@ def _gateway_relay(flags: dict[str, list[str]]) -> tuple[str, int] | None:
         raise ValueError("--gateway-relay given more than once; the program gets one gateway")
     if "--no-network" in flags and values:
         raise ValueError("--no-network and --gateway-relay contradict each other; give one")
+    if "--offline" in flags and (values or "--view" in flags):
+        raise ValueError("--offline is for a program without --gateway-relay or --view, which make their own network")
     if not values:
         return None
     path, _, port = values[0].rpartition(":")
@@ -320,6 +323,10 @@ def main(argv: list[str]) -> int:
             from shared.isolation.netrelay import isolate_network
 
             isolate_network(*relay)
+        elif "--offline" in flags:
+            from shared.isolation.netrelay import cut_off
+
+            cut_off()
         if "--no-landlock" not in flags:  # the users backend, whose accounts limit writes; a view is still given
             restrict_writes(writable, [Path(p) for p in flags.get("--hide", [])], scope_signals=scope,
                             scope_abstract_unix=scope, connect_ports=connect_ports,

@@ -26,12 +26,17 @@ def wide_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws.root
 
 
-def allow_tampering(ws: Workspace, *, paths: str = "textkit/slug.py") -> None:
+def allow_tampering(ws: Workspace, *, paths: str = "textkit/slug.py", network: bool = False) -> None:
     """TK-1 allows every kind of the tamper scan (and writes `paths`) as a person would say it in canon, then plan
-    measures again: the test then tries what the measurement does with code the scan would have stopped."""
+    measures again: the test then tries what the measurement does with code the scan would have stopped.
+    network: every requirement's checks reach the network (where planted code reports to the test what it reached)."""
+    import re
+
     document = (ws.canon / "requirements" / "textkit.md").read_text()
     allowed = ", ".join(kind for kind in KINDS if kind != "unreadable")
     document = document.replace("paths: textkit/slug.py\n", f"paths: {paths}\nallows: {allowed}\n", 1)
+    if network:
+        document = re.sub(r"^(## TK-\d+:.*)$", r"\1\nnetwork: open", document, flags=re.M)
     spec = SpecService(ws)
     with spec.locked():
         decision = spec.decide(Draft("textkit.md", "requirements/textkit.md", document.encode()), source="test")

@@ -77,7 +77,7 @@ def prepare(ws: Workspace, backend: str, jobs: int = 2) -> Workspace:
     text = ws.config_file.read_text().replace('backend = "none"', f'backend = "{backend}"')
     ws.config_file.write_text(text.replace("[plan]\n", f"[plan]\njobs = {jobs}\n", 1))
     ws = Workspace.open(ws.root)
-    allow_tampering(ws)
+    allow_tampering(ws, network=True)  # the planted code tells the listener what it reached
     return ws
 
 
@@ -225,6 +225,8 @@ def test_fifos_planted_by_a_sensor_do_not_wedge_build(request: pytest.FixtureReq
     """In textkit/__init__.py (TK-1 may write the whole tree here), so the example's own pytest sensor imports it too
     and turns its junit file into a FIFO at exit; build must read neither a FIFO nor wait for one."""
     ws: Workspace = request.getfixturevalue("wide" if backend == "none" else "wide_landlock")
+    text = ws.config_file.read_text().replace('kind = "pytest"\n', 'kind = "pytest"\nnetwork = "open"  # to the listener\n')
+    ws.config_file.write_text(text)
     started = time.monotonic()
     data = turn(ws, "fifo", "--into", "textkit/__init__.py", "--port", str(listener.port))
     assert time.monotonic() - started < BUDGET
