@@ -33,6 +33,10 @@ Say what must hold, so that a check can fail when it does not.
 """
 
 
+# What TEMPLATE says for the person to replace: a document that still holds one has not been written yet.
+PLACEHOLDERS = ("one sentence that can be checked", "Say what must hold, so that a check can fail when it does not.")
+
+
 def editor_argv(path: Path) -> tuple[str, ...]:
     command = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     return (*shlex.split(command), str(path))
@@ -69,10 +73,20 @@ def edit(
             return None
         text = work.read_text(encoding="utf-8", errors="replace")
         current = (service.store.read("HEAD", target) if service.store.head() else None)
-        if text == (current if current is not None else original) and current is not None:
-            echo(f"no change to {target}; canon stays at v{service.store.version()}")
+        if text == (current if current is not None else original):
+            echo(f"no change to {target}; canon stays at v{service.store.version()}" if current is not None else
+                 f"the template for {target} was saved as it came; nothing was added, canon stays at "
+                 f"v{service.store.version()}")
             work.unlink(missing_ok=True)
             return None
+        left = [line for line in PLACEHOLDERS if line in text]
+        if left:
+            echo(f"{target}: the template's placeholder is still there ({left[0]!r}); replace it with your requirement "
+                 "(a heading that states what must hold, its fields, and prose a check can fail)")
+            if not reopen():
+                echo(f"canon is unchanged (v{service.store.version()}). Your text is kept in {service.ws.relative(work)}")
+                return None
+            continue
         with service.locked():
             decision = service.decide(Draft(target, target, work.read_bytes()), source="edit")
         for notice in service.notices:  # what the dry run of its new checks found

@@ -62,3 +62,21 @@ def test_declining_to_reopen_keeps_the_text_and_canon_unchanged(tmp_path: Path) 
     assert CanonStore(ws.canon).version() == 1
     kept = ws.role_dir("spec") / "edit" / "requirements" / "textkit.md"
     assert "a duplicate" in kept.read_text() and "Your text is kept in state/spec/edit/requirements/textkit.md" in result.stdout
+
+
+def test_a_new_document_saved_as_the_template_adds_nothing(tmp_path: Path) -> None:
+    ws = example(tmp_path)
+    result = cli("spec-loop", "edit", "requirements/scratch.md", "--workspace", str(ws.root), env={"EDITOR": "true"})
+    assert result.returncode == 0, result.stderr
+    assert "the template for requirements/scratch.md was saved as it came; nothing was added" in result.stdout
+    assert CanonStore(ws.canon).version() == 1
+
+
+def test_a_document_that_keeps_the_templates_placeholder_is_refused(tmp_path: Path) -> None:
+    """Appending a requirement to the new document's template keeps its placeholder requirement: not canon."""
+    ws = example(tmp_path)
+    editor, counter = make_editor(tmp_path, bad_first=False)  # appends TK-7 to the template as it came
+    result = cli("spec-loop", "edit", "requirements/scratch.md", "--workspace", str(ws.root), env={"EDITOR": editor},
+                 input="n\n")
+    assert "the template's placeholder is still there" in result.stdout, result.stdout
+    assert CanonStore(ws.canon).version() == 1 and counter.read_text() == "1"
