@@ -54,6 +54,12 @@ def check_agents(ws: Workspace) -> list[AgentCheck]:
                 checks.append(AgentCheck(False, f"agent {rung}: {exc}", "fix the preset in banach.toml"))
                 continue
             program = shlex.split(preset.command)[0] if preset.command else call.argv[0]
+            missing = _missing_files(preset.command, ws.code) if preset.preset == "command" else []
+            if missing:  # `python agent.py --version` would pass without the script
+                checks.append(AgentCheck(False, f"agent {rung}: its command names {missing[0]}, which does not exist",
+                                         f"fix agents.{rung}.command in banach.toml (relative paths start in the work "
+                                         "tree)"))
+                continue
             env = {key: os.environ[key] for key in ws.config.build.env_allow if key in os.environ}
             env.update({**preset_env(call, scratch), "TMPDIR": str(scratch)})
             (scratch / "home").mkdir(exist_ok=True)
@@ -72,3 +78,11 @@ def check_agents(ws: Workspace) -> list[AgentCheck]:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return checks
+
+
+def _missing_files(command: str, work_tree: Path) -> list[str]:
+    """The words of a command line after its program that name a file (a path, or a script's name) not there."""
+    words = shlex.split(command)[1:]
+    named = [word for word in words if not word.startswith("-") and "://" not in word
+             and ("/" in word or word.endswith((".py", ".sh", ".js")))]
+    return [word for word in named if not (work_tree / word).exists()]  # an absolute word replaces work_tree

@@ -42,16 +42,23 @@ def agent_setup(ws: Workspace, agent_command: str) -> str:
     return hashlib.sha256(json.dumps(setup, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def agent_broken(journal: Journal, agent_setup: str) -> str:
-    """When the agent failed to run on the last AGENT_FAILURES_TO_PAUSE turns with this same set-up, trying again
-    burns nothing but time: say what to fix instead ("" when it is not so)."""
-    recent = [row.data for row in journal.rows("iteration.ended")[-AGENT_FAILURES_TO_PAUSE:]]
+def agent_broken(journal: Journal, agent_setup: str, canon_version: int) -> str:
+    """When the agent failed to run on the last AGENT_FAILURES_TO_PAUSE turns of this run with this same set-up, trying
+    again burns nothing but time: say what to fix instead ("" when it is not so), and journal the pause once, so that
+    `banach status` shows it. A restart of build-loop (a new run) or a changed set-up gives the agent a fresh try."""
+    start = journal.last("loop.started")
+    since = start.seq if start is not None else 0
+    recent = [row.data for row in journal.rows("iteration.ended", since=since)[-AGENT_FAILURES_TO_PAUSE:]]
     if len(recent) < AGENT_FAILURES_TO_PAUSE or any(
             r.get("decision") != "agent_failed" or r.get("agent_setup") != agent_setup for r in recent):
         return ""
     last = recent[-1]
     tail = "\n    ".join(str(last.get("stderr_tail", "")).splitlines()[-8:]) or "(it printed nothing on stderr)"
-    return (f"PAUSED: the agent failed to run on the last {len(recent)} turns ({last.get('agent')}: exit code "
-            f"{last.get('exit_code')}); its stderr ended with:\n    {tail}\n"
-            "Fix the agent's command, installation, key or settings in banach.toml (banach doctor runs it), then "
-            "restart build-loop (banach down && banach up, or supervisorctl restart build).")
+    message = (f"PAUSED: the agent failed to run on the last {len(recent)} turns ({last.get('agent')}: exit code "
+               f"{last.get('exit_code')}); its stderr ended with:\n    {tail}\n"
+               "Fix the agent's command, installation, key or settings in banach.toml (banach doctor runs it), then "
+               "restart build-loop (banach ctl restart build, or banach down && banach up).")
+    said = journal.rows("paused", since=since)
+    if not said or said[-1].data.get("message") != message:
+        journal.append("paused", {"canon_version": canon_version, "message": message, "reason": "agent"})
+    return message

@@ -103,7 +103,7 @@ class Governor:
         plan, why = current_plan(self.ws, self.canon_store, self.code)
         if plan is None:
             return Outcome("idle", why)
-        broken = agent_broken(self.journal, self.agent_setup)
+        broken = agent_broken(self.journal, self.agent_setup, plan.canon_version)
         if broken:
             return Outcome("paused", broken)
         reaction = self._react(plan)

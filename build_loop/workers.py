@@ -143,7 +143,7 @@ class Workers:
         plan, why = current_plan(self.ws, self.canon_store, self.main)
         if plan is None:
             return before_first_plan(self.ws) if not self.ws.fix_plan_json.exists() else f"build-loop: {why}"
-        broken = agent_broken(self.journal, self.agent_setup)
+        broken = agent_broken(self.journal, self.agent_setup, plan.canon_version)
         if broken:
             return broken
         reaction = react(self.ws, self.journal, plan, self.ws.config.build.rungs,

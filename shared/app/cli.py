@@ -71,15 +71,20 @@ def doctor(ctx: click.Context, workspace: Path) -> None:
 
     Example: banach doctor -w ws
     """
-    from shared.app.doctor import examine
+    from shared.app.doctor import Finding, examine
     from shared.errors import ConfigError
 
+    broken: list[Finding] = []
     try:
         ws: Workspace | None = Workspace.open(workspace)
-    except ConfigError:
+    except ConfigError as exc:
         ws = None
-        click.echo(f"(no workspace at {workspace}: checking the machine only)")
-    findings = examine(ws)
+        if (workspace / "banach.toml").exists():  # a workspace whose configuration does not load: that is the finding
+            broken.append(Finding(False, f"workspace {workspace}: {exc}", "fix banach.toml, then run banach doctor again"))
+            click.echo(f"(the workspace at {workspace} does not load: checking the machine, and the workspace not)")
+        else:
+            click.echo(f"(no workspace at {workspace}: checking the machine only)")
+    findings = broken + examine(ws)
     for finding in findings:
         click.echo(("ok    " if finding.ok else "FIX   ") + finding.what + (f"\n      -> {finding.fix}" if finding.fix else ""))
     ctx.exit(0 if all(f.ok for f in findings) else 1)
@@ -237,15 +242,22 @@ def ctl(ctx: click.Context, workspace: Path, arguments: tuple[str, ...]) -> None
 @click.option("--with-tests", is_flag=True,
               help="add one commit with canon's conformance tests that justified the governed commits")
 @click.option("--force", is_flag=True, help="move the branch even when its commit is not an ancestor of the result")
-def deliver(workspace: Path, target: Path | None, branch: str, with_tests: bool, force: bool) -> None:
+@click.pass_context
+def deliver(ctx: click.Context, workspace: Path, target: Path | None, branch: str, with_tests: bool,
+            force: bool) -> None:
     """Put the governed commits onto a branch of your repository, and say what each claims and what certified them.
+
+    Exits 0 when plan certified exactly the delivered code; 3 when the branch was written but the code is NOT
+    CERTIFIED (for a person to review, not to merge on trust).
 
     Example: banach deliver --with-tests   (or: banach deliver --to ~/src/myproject --branch banach/result)
     """
     from shared.app.deliver import deliver as deliver_result
 
-    click.echo(deliver_result(Workspace.open(workspace), target=target, branch=branch, with_tests=with_tests,
-                              force=force).summary())
+    delivery = deliver_result(Workspace.open(workspace), target=target, branch=branch, with_tests=with_tests,
+                              force=force)
+    click.echo(delivery.summary())
+    ctx.exit(0 if delivery.certified else 3)
 
 
 @cli.command()

@@ -84,6 +84,12 @@ class Delivery:
         lines.append(f"see it: git -C {self.target} log --format='%h %s' {self.branch}")
         return "\n".join(lines)
 
+    @property
+    def certified(self) -> bool:
+        """Plan certified exactly the delivered code at canon's present version."""
+        cert = self.certificate
+        return cert is not None and cert.code_commit == self.code_head and cert.canon_version == self.canon_version
+
     def _certified(self) -> str:
         cert = self.certificate
         if cert is None:

@@ -2,6 +2,8 @@
 stderr, and after a few in a row build pauses with what to fix; banach doctor finds it before a turn does."""
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 
 from shared.journal import Journal
@@ -44,6 +46,19 @@ def test_repeated_failures_pause_build_with_what_to_fix(measured: Workspace) -> 
     assert "exit code 55" in paused and "folder is not trusted" in paused and "banach doctor" in paused
     with Journal(measured.journal_path("build"), readonly=True) as journal:
         assert len(journal.rows("iteration.ended")) == 3  # no fourth turn was spent
+    shown = cli("banach", "status", "--workspace", str(measured.root)).stdout
+    assert "PAUSED      PAUSED: the agent failed to run on the last 3 turns" in shown, shown
+    assert once(measured, EXITS_55).count("PAUSED") == 1  # said again, journaled once
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        assert len(journal.rows("paused")) == 1
+    # a restart (a new run, as `banach ctl restart build` makes) gives the same agent a fresh try
+    run = subprocess.Popen([sys.executable, "-m", "build_loop", "run", "-w", str(measured.root), "--agent-command",
+                            EXITS_55], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert run.stdout is not None
+    first = next(line for line in run.stdout if "iteration" in line or "PAUSED" in line)
+    assert "agent_failed" in first, first  # a turn, not the old pause (three more failures pause it again)
+    run.send_signal(signal.SIGTERM)
+    run.communicate(timeout=60)
     # a different agent set-up gets a fresh try
     assert "keep" in once(measured, f"{sys.executable} {AGENTS / 'good.py'}")
 
@@ -60,6 +75,11 @@ def test_doctor_runs_the_agent_and_refuses_sim_on_a_real_repository(tmp_path) ->
     shown = cli("banach", "doctor", "--workspace", str(ws.root))
     assert "agent broken: /nonexistent/agent-cli --version failed (exit code 127)" in shown.stdout
     assert "scripts/install_clis.py" in shown.stdout
+    # a script that is not there, behind an interpreter that is: `python --version` alone would pass
+    ws.config_file.write_text(text.replace('agent = "sim"', 'agent = "gone"')
+                              + f'\n[agents.gone]\npreset = "command"\ncommand = "{sys.executable} agents/gone.py"\n')
+    shown = cli("banach", "doctor", "--workspace", str(ws.root))
+    assert shown.returncode == 1 and "agent gone: its command names agents/gone.py, which does not exist" in shown.stdout
 
 
 def test_doctor_passes_a_runnable_agent_and_sim_on_the_example(tmp_path) -> None:  # type: ignore[no-untyped-def]
