@@ -98,8 +98,9 @@ def parse_document(raw: bytes | str, file: str) -> Document:
             blocks.append((index, match))
         elif lines[index].startswith("##") and not lines[index].startswith("###"):
             raise CanonSyntaxError(file, index + 1, "a requirement heading must read '## ID: title' (space after '##')")
-    if not blocks:
-        raise CanonSyntaxError(file, start + 1, "no requirement found; start one with a line '## ID: title'")
+    if not blocks and not header.get("removes"):  # a header with removes: alone is a removal
+        raise CanonSyntaxError(file, start + 1, "no requirement found; start one with a line '## ID: title' (or, to "
+                                                "remove requirements, give a header with 'removes: ID, ...')")
     requirements = []
     for number, (index, match) in enumerate(blocks):
         end = blocks[number + 1][0] if number + 1 < len(blocks) else len(lines)

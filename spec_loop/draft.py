@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from canon.model import Document, Requirement
 from canon.parser import CanonSyntaxError, parse_document
 from canon.reconcile import reconcile
+from canon.removal import orphaned_tests, remove_elsewhere
 from canon.store import REQUIREMENTS_DIR, TESTS_DIR, CanonStore
 from shared.errors import CanonError
 
@@ -133,11 +134,25 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
             writes[draft.target] = text
     if problems:  # a document that does not parse: what it says is unknown, so the rest is not judged by it
         return Review(change, tuple(problems + broken_tests))
+    removal = remove_elsewhere(current_docs, parsed, lambda path: store.read("HEAD", path) if has_head else None)
+    if removal.problems:
+        return Review(change, tuple(locate(problem, change) for problem in removal.problems))
+    for target, doc in parsed.items():
+        if not doc.requirements:  # a removal alone: the draft itself is no document of canon
+            writes.pop(target, None)
+            if has_head and store.read("HEAD", target) is not None:
+                writes[target] = None
+    writes.update(removal.writes)
     if not writes and not broken_tests:
         return Review(change)  # already this version: a re-delivered change changes nothing
-    proposed = [doc for doc in current_docs if doc.path not in parsed] + list(parsed.values())
+    proposed = [doc for doc in current_docs if doc.path not in parsed and doc.path not in removal.documents]
+    proposed += [doc for doc in [*parsed.values(), *removal.documents.values()] if doc is not None and doc.requirements]
+    for test in orphaned_tests(current_docs, proposed, list(store.files()) if has_head else []):
+        if test not in writes:  # a test file the change brings decides for itself
+            writes[test] = None
     canon_files = sorted(set(store.files()) | set(writes)) if code_files is not None else None
-    arriving = frozenset(target for target in writes if target.startswith(f"{TESTS_DIR}/") and target.endswith(".py"))
+    arriving = frozenset(target for target, text in writes.items()
+                         if text is not None and target.startswith(f"{TESTS_DIR}/") and target.endswith(".py"))
     found = reconcile(proposed, previous=previous, replaced=parsed, test_sources=test_sources,
                       code_files=code_files or [], canon_files=canon_files, arriving_tests=arriving)
     if found or broken_tests:
@@ -147,7 +162,7 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
         return Review(change, tuple(locate(problem, change) for problem in flagged))
     new = {req.id: req for doc in proposed for req in doc.requirements}
     changes = _diff_ids(previous, new)
-    tests = sorted(target for target in writes if target.startswith(f"{TESTS_DIR}/"))
+    tests = sorted(target for target in writes if target.startswith(f"{TESTS_DIR}/"))  # written or deleted
     if tests:
         changes["tests"] = tests
     return Review(change, writes=writes, changes=changes, documents=tuple(proposed))
