@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -66,12 +68,29 @@ class SpecService:
             yield
 
     def recover(self) -> None:
-        """A crash between writing canon's files and committing leaves the work tree dirty: put it back."""
+        """Canon's work tree differs from its last version: a hand edit, or a crash between writing canon's files and
+        committing. Each changed file is set aside (state/spec/set-aside/TIME/PATH), where a person finds it and can
+        submit it through spec-loop, and canon is put back; the notice says where it went."""
         dirty = self.store.dirty()
-        if dirty:
-            self.store.git.rollback("HEAD")
-            self.journal.append("recovered", {"reason": "canon work tree differed from its last version",
-                                              "files": dirty, "version": self.store.version()})
+        if not dirty:
+            return
+        folder = self.ws.role_dir("spec") / "set-aside" / time.strftime("%Y%m%d-%H%M%S")
+        kept = []
+        for path in dirty:
+            source = self.ws.canon / path
+            if source.is_file() and not source.is_symlink():
+                (folder / path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, folder / path)
+                kept.append(path)
+        self.store.git.rollback("HEAD")
+        version = self.store.version()
+        self.journal.append("recovered", {"reason": "canon work tree differed from its last version", "files": dirty,
+                                          "version": version, "set_aside": self.ws.relative(folder) if kept else ""})
+        for path in dirty:
+            where = (f"the edited text is in {self.ws.relative(folder / path)}; submit it with spec-loop add "
+                     f"{self.ws.relative(folder / path)} (or spec-loop edit {path})") if path in kept else "it was removed"
+            self.notices.append(f"canon: {path} was changed outside spec-loop, which alone writes canon; canon stays at "
+                                f"v{version}, and {where}")
 
     def code_files(self) -> list[str] | None:
         """The code's files at its current commit, or None when there is no code to look in. Names only:

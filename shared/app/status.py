@@ -89,7 +89,8 @@ def _pass_number(ws: Workspace, plan: fix_plan_file.FixPlan) -> int | None:
 
 
 def status(ws: Workspace) -> dict[str, Any]:
-    canon_version = CanonStore(ws.canon).version()
+    canon_store = CanonStore(ws.canon)
+    canon_version = canon_store.version()
     code = ws.code_repo()
     head = code.head()
     try:
@@ -110,6 +111,7 @@ def status(ws: Workspace) -> dict[str, Any]:
     return {
         "workspace": str(ws.root),
         "canon_version": canon_version,
+        "canon_hand_edits": canon_store.dirty(),  # set aside by spec-loop at its next change
         "code_commit": head,
         "residual": plan.residual if plan else None,
         "certified": certified,
@@ -201,7 +203,9 @@ def _describe_workers(info: dict[str, Any]) -> list[str]:
 def render(info: dict[str, Any]) -> str:
     lines = [
         f"workspace   {info['workspace']}",
-        f"canon       v{info['canon_version']}",
+        f"canon       v{info['canon_version']}" + (
+            f"  HAND EDITS in {', '.join(info['canon_hand_edits'])}: canon is written only through spec-loop, which "
+            "sets them aside at its next change (spec-loop edit FILE submits a change)" if info["canon_hand_edits"] else ""),
         f"code        {(info['code_commit'] or '(no commits)')[:12]}",
         f"residual    {info['residual'] if info['residual'] is not None else '(not measured yet)'}"
         + (f" (plan pass {info['fix_plan']['pass']})" if info["fix_plan"] and info["fix_plan"]["pass"] is not None else "")

@@ -48,3 +48,18 @@ def test_a_document_whose_every_requirement_is_removed_is_deleted(tmp_path: Path
     add(ws.root, "drop.md", "---\nremoves: EX-1\n---\n")
     store = CanonStore(ws.canon)
     assert "requirements/extra.md" not in store.files() and "EX-1" not in store.load().requirements
+
+
+def test_a_hand_edit_of_canon_is_named_and_set_aside_not_lost(tmp_path: Path) -> None:
+    """Issue 29, point 4: status names it; the next change sets the edited text aside and says where."""
+    ws = example(tmp_path)
+    document = ws.canon / "requirements" / "textkit.md"
+    edited = document.read_text().replace("## TK-6:", "## TK-9: written by hand\n\nBy hand.\n\n## TK-6:")
+    document.write_text(edited)
+    shown = cli("banach", "status", "-w", str(ws.root)).stdout
+    assert "HAND EDITS in requirements/textkit.md" in shown, shown
+    said = add(ws.root, "extra.md", "---\narea: extra\n---\n\n## EX-1: a new one\nchecks:\n  - true\n\nHolds.\n")
+    assert "canon: requirements/textkit.md was changed outside spec-loop" in said, said
+    kept = next((ws.state / "spec" / "set-aside").glob("*/requirements/textkit.md"))
+    assert kept.read_text() == edited and f"spec-loop add {ws.relative(kept)}" in said
+    assert "## TK-9" not in document.read_text() and "HAND EDITS" not in cli("banach", "status", "-w", str(ws.root)).stdout
