@@ -38,7 +38,8 @@ class Integration:
 
 def commit_message(turn: Turn, before: Reading, after: Reading) -> tuple[str, dict[str, str]]:
     item = turn.item
-    message = (f"{item.kind} {item.id}: {item.title}\n\n"
+    partial = f" (partial: {len(after.failing)} checks still failing)" if after.failing else ""  # the item stays open
+    message = (f"{item.kind} {item.id}{partial}: {item.title}\n\n"
                f"Kept by the governor: failing {len(before.failing)} -> {len(after.failing)}.")
     return message, {trailers.ITEM: item.id, trailers.CANON_VERSION: str(turn.canon.version),
                      trailers.ITERATION: str(turn.n)}
