@@ -5,12 +5,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
 from shared.boundary import run_cli, workspace_option
-from shared.workspace import Workspace
+from shared.workspace import Role, Workspace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -309,6 +309,26 @@ def verify(ctx: click.Context, workspace: Path, receipts: bool) -> None:
     for line in lines:
         click.echo(line)
     ctx.exit(0 if ok else 1)
+
+
+@journal.command()
+@workspace_option
+@click.argument("role", type=click.Choice(["spec", "plan", "build"]))
+@click.option("--kind", "kinds", multiple=True, metavar="KIND",
+              help="only rows of this kind, or of its family (iteration: iteration.started, iteration.ended)")
+@click.option("-n", "--last", type=click.IntRange(min=0), default=0, help="only the last N rows (0: all)")
+@click.option("--since", type=click.IntRange(min=0), default=0, metavar="SEQ", help="only rows after this one")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object a line, with all of each row's data")
+@click.option("-f", "--follow", is_flag=True, help="keep printing rows as the role writes them (like tail -f)")
+def show(workspace: Path, role: str, kinds: tuple[str, ...], last: int, since: int, as_json: bool, follow: bool) -> None:
+    """Read ROLE's journal: one line a row (seq, time, kind, data), filtered.
+
+    Example: banach journal show build --kind iteration.ended -n 20   (or: banach journal show plan -f)
+    """
+    from shared.app.journal_read import show as show_rows
+
+    show_rows(Workspace.open(workspace), cast(Role, role), kinds=kinds, last=last, since=since, as_json=as_json,
+              follow=follow, echo=click.echo)
 
 
 @cli.command()
