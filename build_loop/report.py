@@ -26,6 +26,13 @@ def iteration_text(ws: Workspace, n: int, what: str) -> str:
     name = {"prompt": "prompt.md", "output": "output.txt"}[what]
     path = folder / name
     if not path.exists():
+        from shared.contracts import current_turn
+
+        running = next((t for t in current_turn.read_all(ws.role_dir("build")) if t.n == n and not t.stale), None)
+        if running is not None and what == "output":
+            raise BanachError(f"iteration {n} is running now ({running.agent} on {running.item}, for "
+                              f"{running.seconds:.0f} s): its output is on record when the turn ends; "
+                              f"the prompt it was given: build-loop report {n} --prompt")
         raise BanachError(f"iteration {n} has no {what} on record ({ws.relative(path)}); "
                           "iterations that found their item already green run no agent")
     return path.read_text(encoding="utf-8", errors="replace")
