@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import json
-import sys
-import time
 from pathlib import Path
-from typing import Any, cast
 
 import click
 
+from shared.app.cli_record import COMMANDS as RECORD_COMMANDS
 from shared.boundary import run_cli, workspace_option
-from shared.workspace import Role, Workspace
+from shared.workspace import Workspace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -262,125 +260,23 @@ def deliver(ctx: click.Context, workspace: Path, target: Path | None, branch: st
 
 @cli.command()
 @workspace_option
-@click.argument("role", type=click.Choice(["spec", "plan", "build"]))
-@click.option("-f", "--follow", is_flag=True, help="keep printing as the log grows")
-def logs(workspace: Path, role: str, follow: bool) -> None:
-    """Show ROLE's log (what the loop printed under supervisord).
+@click.option("--from", "source", default="", metavar="REPO",
+              help="the repository to take new commits from (default: the one 'banach init --code' cloned)")
+@click.option("--branch", default="", help="its branch (default: the one the clone followed; with --from: main)")
+def refresh(workspace: Path, source: str, branch: str) -> None:
+    """Bring new commits of your repository into the governed code, between turns: a fast-forward when build kept
+    nothing since, else a merge commit when the histories merge cleanly (a conflict changes nothing).
 
-    Example: banach logs build -f
+    Example: banach refresh -w ws   (or: banach refresh --from ~/src/myproject --branch main)
     """
-    from shared.app.supervisor import log_file
-
-    path = log_file(Workspace.open(workspace), role)
-    if not path.exists():
-        click.echo(f"no log yet at {path}; start the loops with 'banach up'")
-        return
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        sys.stdout.write(handle.read())
-        while follow:
-            line = handle.readline()
-            if line:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-            else:
-                time.sleep(0.3)
-
-
-@cli.group()
-def journal() -> None:
-    """Read and verify the per-role journals.
-
-    Example: banach journal verify
-    """
-
-
-@journal.command()
-@workspace_option
-@click.option("--receipts", is_flag=True, help="also check each row's HMAC receipt with the role's key")
-@click.pass_context
-def verify(ctx: click.Context, workspace: Path, receipts: bool) -> None:
-    """Recompute every journal's hash chain; exit 1 naming the role and the first row that does not hold.
-
-    Example: banach journal verify --receipts
-    """
-    from shared.app.verify import verify_all
-
-    ok, lines = verify_all(Workspace.open(workspace), receipts=receipts)
-    for line in lines:
-        click.echo(line)
-    ctx.exit(0 if ok else 1)
-
-
-@journal.command()
-@workspace_option
-@click.argument("role", type=click.Choice(["spec", "plan", "build"]))
-@click.option("--kind", "kinds", multiple=True, metavar="KIND",
-              help="only rows of this kind, or of its family (iteration: iteration.started, iteration.ended)")
-@click.option("-n", "--last", type=click.IntRange(min=0), default=0, help="only the last N rows (0: all)")
-@click.option("--since", type=click.IntRange(min=0), default=0, metavar="SEQ", help="only rows after this one")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object a line, with all of each row's data")
-@click.option("-f", "--follow", is_flag=True, help="keep printing rows as the role writes them (like tail -f)")
-def show(workspace: Path, role: str, kinds: tuple[str, ...], last: int, since: int, as_json: bool, follow: bool) -> None:
-    """Read ROLE's journal: one line a row (seq, time, kind, data), filtered.
-
-    Example: banach journal show build --kind iteration.ended -n 20   (or: banach journal show plan -f)
-    """
-    from shared.app.journal_read import show as show_rows
-
-    show_rows(Workspace.open(workspace), cast(Role, role), kinds=kinds, last=last, since=since, as_json=as_json,
-              follow=follow, echo=click.echo)
-
-
-@cli.command()
-@workspace_option
-@click.option("--series", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="a JSON array of residuals, or one number a line (default: the workspace's plan passes)")
-@click.option("--json", "as_json", is_flag=True, help="print JSON")
-def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
-    """Fit log q from the residual series and diagnose the loop.
-
-    Example: banach monitor --series residuals.json --json
-    """
-    from shared.monitor.fit import MIN_INTERVAL_POINTS, diagnose
-    from shared.monitor.series import diagnose_segment, read_history, read_series_file
-
-    if series is not None:
-        values = read_series_file(series)
-        diagnosis = diagnose(values)
-    else:
-        segment = read_history(Workspace.open(workspace)).current_segment()
-        values = [float(p.residual) for p in segment]
-        diagnosis = diagnose_segment(segment)
-    out: dict[str, Any] = {**diagnosis.as_json(), "series": values}
-    if as_json:
-        click.echo(json.dumps(out, indent=2))
-    else:
-        interval = (f"90% interval {out['q_interval'][0]:.3f} to {out['q_interval'][1]:.3f}" if out["q_interval"]
-                    else f"too few passes for an interval: it needs {MIN_INTERVAL_POINTS}")
-        q = f"q = {out['q']:.3f} ({interval})" if out["q"] is not None else "q: n/a"
-        window = f"fitted over the last {out['window']} passes" if out["window"] else "no fit yet (too few passes)"
-        left = f", passes left {out['passes_left']}" if out["passes_left"] is not None else ""
-        click.echo(f"{diagnosis.label}: {diagnosis.reason}\n{q}, {window}{left}")
-
-
-@cli.command()
-@workspace_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="where to write the PNG (default: convergence.png in the workspace)")
-@click.option("--watch", is_flag=True, help="redraw whenever a journal changes, until Ctrl-C")
-def plot(workspace: Path, output: Path | None, watch: bool) -> None:
-    """Draw the residual per plan pass on a log axis, with the fitted line, q and the events.
-
-    Example: banach plot -o convergence.png --watch
-    """
-    from shared.app.plot import draw_workspace, watch_and_draw
+    from shared.app.refresh import refresh as bring_in
 
     ws = Workspace.open(workspace)
-    target = output or ws.root / "convergence.png"
-    if watch:
-        watch_and_draw(ws, target, click.echo)
-        return
-    click.echo(f"wrote {target} ({draw_workspace(ws, target).label})")
+    click.echo(bring_in(ws, source=source, branch=branch).summary(ws))
+
+
+for _command in RECORD_COMMANDS:  # logs, journal, monitor, plot: shared/app/cli_record.py
+    cli.add_command(_command)
 
 
 def main() -> None:
