@@ -26,3 +26,16 @@ def test_demo_certifies_after_the_governor_steps_in_and_writes_a_plot(tmp_path: 
     plot = target / "convergence.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 20_000
     assert cli("banach", "journal", "verify", "--receipts", "--workspace", str(target)).returncode == 0
+
+
+def test_a_demo_that_ends_with_items_blocked_says_so_and_stops_early(tmp_path: Path) -> None:
+    """Issue 29, point 5: seed 3 blocks an item; the demo used to idle to its budget and say only 'converging'."""
+    target = tmp_path / "demo"
+    result = cli("banach", "demo", "--dir", str(target), "--seed", "3", timeout=240)
+    assert result.returncode == 1, result.stdout + result.stderr
+    summary = result.stdout.split("Summary", 1)[1]
+    assert "item(s) blocked: no turn runs on them until a person unblocks them" in summary, summary
+    assert "  blocked          " in summary and "build-loop unblock" in summary
+    seconds = float(next(line for line in summary.splitlines() if line.strip().startswith("time")).split()[1][:-1])
+    assert seconds < 150, summary  # it stopped when nothing was left to try, not at its budget
+    assert "item(s) BLOCKED, waiting for a person" in cli("banach", "monitor", "-w", str(target)).stdout

@@ -97,14 +97,20 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
     from shared.monitor.fit import MIN_INTERVAL_POINTS, diagnose
     from shared.monitor.series import diagnose_segment, read_history, read_series_file
 
+    blocked: list[str] = []
     if series is not None:
         values = read_series_file(series)
         diagnosis = diagnose(values)
     else:
-        segment = read_history(Workspace.open(workspace)).current_segment()
+        from canon.store import CanonStore
+        from shared.app.status import build_counts
+
+        ws = Workspace.open(workspace)
+        segment = read_history(ws).current_segment()
         values = [float(p.residual) for p in segment]
         diagnosis = diagnose_segment(segment)
-    out: dict[str, Any] = {**diagnosis.as_json(), "series": values}
+        blocked = build_counts(ws, CanonStore(ws.canon).version())["blocked_ids"]
+    out: dict[str, Any] = {**diagnosis.as_json(), "series": values, "blocked": blocked}
     if as_json:
         click.echo(json.dumps(out, indent=2))
     else:
@@ -112,8 +118,11 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
                     else f"too few passes for an interval: it needs {MIN_INTERVAL_POINTS}")
         q = f"q = {out['q']:.3f} ({interval})" if out["q"] is not None else "q: n/a"
         window = f"fitted over the last {out['window']} passes" if out["window"] else "no fit yet (too few passes)"
-        left = f", passes left {out['passes_left']}" if out["passes_left"] is not None else ""
+        left = f", passes left {out['passes_left']}" if out["passes_left"] is not None and not blocked else ""
         click.echo(f"{diagnosis.label}: {diagnosis.reason}\n{q}, {window}{left}")
+        if blocked:  # the residual cannot reach zero without them: the fit's estimate does not hold
+            click.echo(f"{len(blocked)} item(s) BLOCKED, waiting for a person ({', '.join(blocked)}): no pass goes lower "
+                       "until they are unblocked (build-loop unblock ITEM) or their requirement changes")
 
 
 @click.command()

@@ -7,10 +7,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from shared.app import supervisor
 from shared.app.init import init_workspace
 from shared.app.status import status
+from shared.contracts.blocks import UNBLOCK_HINT
 from shared.journal import Journal
 from shared.monitor.plot import draw
 from shared.monitor.series import read_history
@@ -52,6 +54,8 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
             if info["certified"]:
                 certified = True
                 break
+            if _all_blocked(info):  # nothing is left that build may try: waiting would only spend the budget
+                break
             time.sleep(0.5)
         _progress(ws, shown_passes, shown_build, echo)
     finally:
@@ -60,7 +64,7 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
     info = status(ws)
     plot_path = ws.root / "convergence.png"
     history = read_history(ws)
-    draw(history, plot_path, simulated=True, unmeasured=len(info["unmeasured"]))
+    draw(history, plot_path, simulated=True, unmeasured=len(info["unmeasured"]), blocked=info["build"]["blocked_ids"])
     build = info["build"]
     elapsed = time.monotonic() - started
     lines = [
@@ -73,13 +77,23 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
         f"{build['stalls']} stalled, {build['scope_fighting']} with out-of-scope edits reverted)",
         f"  rollbacks        {build['rollbacks']}",
         f"  q                {info['q'] if info['q'] is not None else 'n/a'}",
-        f"  diagnosis        {info['diagnosis']}",
+        f"  diagnosis        {info['diagnosis']}" + (
+            f" (but {build['blocked']} item(s) blocked: no turn runs on them until a person unblocks them)"
+            if build["blocked"] else ""),
+        *(f"  blocked          {line}" for line in build["blocked_items"]),
+        *([f"                   {UNBLOCK_HINT}"] if build["blocked"] else []),
         f"  unmeasured       {', '.join(info['unmeasured']) or 'none'}",
         f"  plot             {plot_path}",
         f"  journals         {ws.role_dir('spec').parent}/<role>/journal.db (verify: banach journal verify -w {ws.root})",
         f"  time             {elapsed:.1f}s",
     ]
     return DemoResult(ws.root, bool(info["certified"]) and certified, "\n".join(lines))
+
+
+def _all_blocked(info: dict[str, Any]) -> bool:
+    """Every open item of a current fix_plan is blocked: build will start no turn until a person acts."""
+    plan = info["fix_plan"]
+    return bool(plan and plan["current"] and plan["items"] and set(plan["items"]) <= set(info["build"]["blocked_ids"]))
 
 
 def _progress(ws: Workspace, shown_passes: int, shown_build: int, echo: Callable[[str], None]) -> tuple[int, int]:

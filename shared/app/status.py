@@ -66,6 +66,7 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
         blocks = current_blocks(journal, canon_version)
     counts["blocked"] = len(blocks)
     counts["blocked_items"] = [explain(item, block) for item, block in sorted(blocks.items())]
+    counts["blocked_ids"] = sorted(blocks)
     return counts
 
 

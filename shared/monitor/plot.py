@@ -172,9 +172,10 @@ def _legend_below(fig: Figure, handles: list[Any], labels: list[str]) -> None:
         legend.remove()
 
 
-def figure(history: History, *, simulated: bool = False, unmeasured: int = 0) -> tuple[Figure, Diagnosis]:
+def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
+           blocked: Sequence[str] = ()) -> tuple[Figure, Diagnosis]:
     """The plot as a matplotlib figure, laid out and drawn (not saved). It has its own canvas and is no part of
-    pyplot's registry, so nothing needs closing."""
+    pyplot's registry, so nothing needs closing. blocked: the items blocked now, waiting for a person."""
     passes = list(history.passes)
     segment = history.current_segment()
     diagnosis = diagnose_segment(segment)
@@ -248,7 +249,10 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0) ->
     ax.set_xlim(0.5, right)
     ax.set_xticks(pass_ticks(len(passes)))
     notes = []
-    if fit is not None and fit.passes_left and diagnosis.label == "converging":
+    if blocked:  # no pass will go lower until a person acts: an estimate of passes left would mislead
+        shown = ", ".join(blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
+        notes.append(f"{len(blocked)} item(s) BLOCKED, waiting for a person: {shown} (build-loop unblock)")
+    elif fit is not None and fit.passes_left and diagnosis.label == "converging":
         notes.append(f"about {fit.passes_left} pass(es) left")
     if unmeasured:
         notes.append(f"{unmeasured} requirement(s) unmeasured (the metric is blind there)")
@@ -292,8 +296,9 @@ def draw_lanes(ax: Axes, lanes: Sequence[LaneTurn]) -> None:
     ax.spines[["top", "right"]].set_visible(False)
 
 
-def draw(history: History, output: Path, *, simulated: bool = False, unmeasured: int = 0) -> Diagnosis:
-    fig, diagnosis = figure(history, simulated=simulated, unmeasured=unmeasured)
+def draw(history: History, output: Path, *, simulated: bool = False, unmeasured: int = 0,
+         blocked: Sequence[str] = ()) -> Diagnosis:
+    fig, diagnosis = figure(history, simulated=simulated, unmeasured=unmeasured, blocked=blocked)
     output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output)
     return diagnosis

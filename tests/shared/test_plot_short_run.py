@@ -276,3 +276,10 @@ def test_residual_ticks_are_counts_a_person_reads(highest: int, top: float, tick
 ])
 def test_pass_ticks_are_whole_and_few(count: int, ticks: list[int]) -> None:
     assert pass_ticks(count) == ticks
+
+
+def test_blocked_items_are_said_above_the_plot_instead_of_passes_left(short_run: Workspace) -> None:
+    """Issue 29, point 5: a small brown x among the stalls was all a blocked item showed."""
+    fig, _ = figure(read_history(short_run), blocked=["TK-4.1a2b3c", "TK-5.4d5e6f"])
+    notes = next(text for text in fig.axes[0].texts if text.get_gid() == "notes").get_text()
+    assert notes.startswith("2 item(s) BLOCKED, waiting for a person: TK-4.1a2b3c, TK-5.4d5e6f") and "left" not in notes
