@@ -214,6 +214,21 @@ def unblock_command(workspace: Path, items: tuple[str, ...]) -> None:
         click.echo(f"unblocked {item}: it gets a fresh attempt budget under canon v{CanonStore(ws.canon).version()}")
 
 
+@cli.command("resume")
+@workspace_option
+def resume_command(workspace: Path) -> None:
+    """Lift the pause an agent that could not run put on build, once it is fixed: its next turn tries again.
+
+    Example: build-loop resume -w ws
+    """
+    from build_loop.escalation import RESUMED
+
+    ws = Workspace.open(workspace)
+    with Journal.for_role(ws, "build") as journal:
+        journal.append(RESUMED, {})
+    click.echo("resumed: the agent gets a fresh try at build's next turn (banach status shows it)")
+
+
 @cli.command("check-agent")
 @workspace_option
 def check_agent_command(workspace: Path) -> None:

@@ -1,6 +1,7 @@
 """What failure leads to: after build.max_attempts failed attempts the item is blocked (with the evidence a person
 needs to unblock it), after build.stall_patience in a row without progress the ladder climbs a rung, and after
-AGENT_FAILURES_TO_PAUSE turns whose agent could not run at all build pauses with what to fix."""
+AGENT_FAILURES_TO_PAUSE turns on more than one item whose agent could not run at all build pauses with what to fix (an
+agent that fails on one item only counts against that item, like any failed attempt)."""
 from __future__ import annotations
 
 import hashlib
@@ -33,6 +34,7 @@ def escalate(journal: Journal, build: BuildConfig, item: Item, canon: Canon, his
 
 
 AGENT_FAILURES_TO_PAUSE = 3
+RESUMED = "build.resumed"  # a person said the agent is fixed: `build-loop resume`
 
 
 def agent_setup(ws: Workspace, agent_command: str) -> str:
@@ -46,18 +48,20 @@ def agent_broken(journal: Journal, agent_setup: str, canon_version: int) -> str:
     """When the agent failed to run on the last AGENT_FAILURES_TO_PAUSE turns of this run with this same set-up, trying
     again burns nothing but time: say what to fix instead ("" when it is not so), and journal the pause once, so that
     `banach status` shows it. A restart of build-loop (a new run) or a changed set-up gives the agent a fresh try."""
-    start = journal.last("loop.started")
-    since = start.seq if start is not None else 0
+    marks = [row for row in (journal.last("loop.started"), journal.last(RESUMED)) if row is not None]
+    since = max((row.seq for row in marks), default=0)
     recent = [row.data for row in journal.rows("iteration.ended", since=since)[-AGENT_FAILURES_TO_PAUSE:]]
     if len(recent) < AGENT_FAILURES_TO_PAUSE or any(
             r.get("decision") != "agent_failed" or r.get("agent_setup") != agent_setup for r in recent):
+        return ""
+    if len({r.get("item") for r in recent}) < 2:  # failing on one item only: it counts against that item (escalate)
         return ""
     last = recent[-1]
     tail = "\n    ".join(str(last.get("stderr_tail", "")).splitlines()[-8:]) or "(it printed nothing on stderr)"
     message = (f"PAUSED: the agent failed to run on the last {len(recent)} turns ({last.get('agent')}: exit code "
                f"{last.get('exit_code')}); its stderr ended with:\n    {tail}\n"
                "Fix the agent's command, installation, key or settings in banach.toml (banach doctor runs it), then "
-               "restart build-loop (banach ctl restart build, or banach down && banach up).")
+               "resume: build-loop resume (or restart build-loop: banach ctl restart build).")
     said = journal.rows("paused", since=since)
     if not said or said[-1].data.get("message") != message:
         journal.append("paused", {"canon_version": canon_version, "message": message, "reason": "agent"})

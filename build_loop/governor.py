@@ -343,7 +343,7 @@ class Governor:
         if ran.returncode != 0 and not ran.timed_out and not ran.halted:
             tail = "\n".join(ran.stderr.strip().splitlines()[-15:])
             first = tail.splitlines()[-1] if tail else "no output on stderr"
-            return self._end(turn, "agent_failed", f"the agent exited with code {ran.returncode} and changed nothing: "
+            return self._failed(turn, "agent_failed", f"the agent exited with code {ran.returncode} and changed nothing: "
                              f"{first}", changed=[], stderr_tail=tail, agent_setup=self.agent_setup)
         return self._failed(turn, "stall", "the turn left no change in scope" + (" (timed out)" if ran.timed_out else ""),
                             changed=[], feedback=turn.before.excerpts)

@@ -10,7 +10,7 @@ from shared.errors import BanachError
 from shared.journal import Journal
 from shared.workspace import Workspace
 
-FAILED = ("rollback", "stall")
+FAILED = ("rollback", "stall", "agent_failed")  # attempts on the item that did not help
 
 
 @dataclass

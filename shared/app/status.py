@@ -41,6 +41,8 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
                 if key:
                     counts[key] += 1
                 _count_run(counts["run"], row.data, row.ts)
+            elif row.kind == "build.resumed":  # a person lifted the pause (build-loop resume)
+                counts["paused"] = ""
             elif row.kind == "loop.started":  # this run's throughput, and how many workers it has; a new run
                 counts["paused"] = ""  # looks again at what paused the last one
                 counts["run"] = {"started": row.ts, "workers": int(row.data.get("workers") or 1), "turns": 0,

@@ -39,28 +39,52 @@ def test_a_missing_agent_is_agent_failed_with_its_error_not_a_stall(measured: Wo
 
 
 def test_repeated_failures_pause_build_with_what_to_fix(measured: Workspace) -> None:
-    for _ in range(3):
-        assert "agent_failed" in once(measured, EXITS_55)
+    """Failures on one item count against it (blocked after max_attempts); once they span two items the agent is
+    what is broken, and build pauses with what to fix, until `build-loop resume` or a new run."""
+    said = [once(measured, EXITS_55) for _ in range(5)]
+    assert all("agent_failed" in line for line in said), said  # 4 on the first item (now blocked), 1 on the next
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        ended = [row.data for row in journal.rows("iteration.ended")]
+        assert journal.last("item.blocked").data["item"] == ended[0]["item"]  # type: ignore[union-attr]
+    assert len({data["item"] for data in ended}) == 2
     paused = once(measured, EXITS_55)
     assert "PAUSED: the agent failed to run on the last 3 turns" in paused
-    assert "exit code 55" in paused and "folder is not trusted" in paused and "banach doctor" in paused
+    assert "exit code 55" in paused and "folder is not trusted" in paused and "build-loop resume" in paused
     with Journal(measured.journal_path("build"), readonly=True) as journal:
-        assert len(journal.rows("iteration.ended")) == 3  # no fourth turn was spent
+        assert len(journal.rows("iteration.ended")) == 5  # no sixth turn was spent
     shown = cli("banach", "status", "--workspace", str(measured.root)).stdout
     assert "PAUSED      PAUSED: the agent failed to run on the last 3 turns" in shown, shown
     assert once(measured, EXITS_55).count("PAUSED") == 1  # said again, journaled once
     with Journal(measured.journal_path("build"), readonly=True) as journal:
         assert len(journal.rows("paused")) == 1
-    # a restart (a new run, as `banach ctl restart build` makes) gives the same agent a fresh try
+    # build-loop resume: the same agent gets a fresh try, and status no longer says PAUSED
+    assert cli("build-loop", "resume", "-w", str(measured.root)).returncode == 0
+    assert "PAUSED" not in cli("banach", "status", "--workspace", str(measured.root)).stdout
+    assert "agent_failed" in once(measured, EXITS_55)
+    # a restart (a new run, as `banach ctl restart build` makes) does too
     run = subprocess.Popen([sys.executable, "-m", "build_loop", "run", "-w", str(measured.root), "--agent-command",
                             EXITS_55], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert run.stdout is not None
     first = next(line for line in run.stdout if "iteration" in line or "PAUSED" in line)
-    assert "agent_failed" in first, first  # a turn, not the old pause (three more failures pause it again)
+    assert "agent_failed" in first, first  # a turn, not the old pause
     run.send_signal(signal.SIGTERM)
     run.communicate(timeout=60)
     # a different agent set-up gets a fresh try
     assert "keep" in once(measured, f"{sys.executable} {AGENTS / 'good.py'}")
+
+
+def test_an_agent_that_fails_on_one_item_only_blocks_that_item_not_build(measured: Workspace) -> None:
+    """Issue 29, point 1: the agent exits non-zero on TK-1 (it cannot do that one) and does the others."""
+    good = AGENTS / "good.py"
+    command = (f"{sys.executable} -c \"import os, subprocess, sys; sys.exit(3 if os.environ['BANACH_ITEM']"
+               f".startswith('TK-1.') else subprocess.run([sys.executable, '{good}']).returncode)\"")
+    said = [once(measured, command) for _ in range(7)]
+    assert not any("PAUSED" in line for line in said), said
+    with Journal(measured.journal_path("build"), readonly=True) as journal:
+        blocked = journal.last("item.blocked")
+        kept = [row.data["item"] for row in journal.rows("iteration.ended") if row.data["decision"] == "keep"]
+    assert blocked is not None and blocked.data["item"].startswith("TK-1.")
+    assert kept and not any(item.startswith("TK-1.") for item in kept)
 
 
 def test_doctor_runs_the_agent_and_refuses_sim_on_a_real_repository(tmp_path) -> None:  # type: ignore[no-untyped-def]
