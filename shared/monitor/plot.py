@@ -193,7 +193,7 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
     for number, segment_passes in enumerate(history.segments()):
         seg_x = list(range(start, start + len(segment_passes)))
         start += len(segment_passes)
-        ax.plot(seg_x, [max(p.residual, 0) for p in segment_passes], "o-", color="#1f77b4", lw=1.8, ms=5,
+        ax.plot(seg_x, [max(p.residual, 0) for p in segment_passes], "o-", color="#1f77b4", lw=1.8, ms=5, zorder=3,
                 label="open items per plan pass" if number == 0 else None, gid="residual")
     canon_labels = []
     for index, p in enumerate(passes):
@@ -214,15 +214,18 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
         ax.plot(cert_x, [0] * len(cert_x), "*", color="#2ca02c", ms=16, gid="certificate",
                 label="certificate (fresh pass found nothing)")
     marks = place_events(passes, history.events)
+    size = 8.0 if len(passes) <= 30 else max(3.5, 8.0 * 30 / len(passes))  # a long run's marks must not hide its line
     for kind, (marker, color, label) in EVENT_STYLE.items():
         of_kind = [m for m in marks if m.kind == kind]
         if of_kind:
-            ax.plot([m.x for m in of_kind], [m.residual for m in of_kind], marker, color=color, ms=8, ls="none",
-                    alpha=0.85, label=label, gid=f"event:{kind}")
+            stands_out = kind in ("blocked", "agent_failed")  # the marks a person must act on stay large, on top
+            ax.plot([m.x for m in of_kind], [m.residual for m in of_kind], marker, color=color,
+                    ms=10 if stands_out else size, mew=2.2 if kind == "blocked" else 1.0, ls="none",
+                    alpha=0.95 if stands_out else 0.75, zorder=4 if stands_out else 2, label=label, gid=f"event:{kind}")
     reverted = [m for m in marks if m.kind == "reverted"]
     if reverted:
         marker, color, label = REVERTED_STYLE
-        ax.plot([m.x for m in reverted], [m.residual for m in reverted], marker, ms=14, ls="none", mfc="none",
+        ax.plot([m.x for m in reverted], [m.residual for m in reverted], marker, ms=size * 1.75, ls="none", mfc="none",
                 mec=color, mew=1.4, label=label, gid="event:reverted")
     bias = [p.bias for p in passes]
     handles, labels = ax.get_legend_handles_labels()
