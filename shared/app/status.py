@@ -21,7 +21,7 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0,
               "ladder_climbs": 0, "blocked": 0, "scope_fighting": 0, "last_agent": "", "agent_failed": 0, "last_failure": None,
               "rate_limited": 0, "model": {"calls": 0, "tokens": 0, "cost_usd": 0.0, "priced": True},
-              "run": None}
+              "run": None, "blocked_items": [], "blocked_ids": []}
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
         return counts

@@ -32,15 +32,22 @@ def live_descendants(root: int) -> list[int]:
     return found
 
 
-def pid_of(marker: str) -> int:
-    """The host pid of the process whose command line holds marker (one in a PID namespace knows only its own)."""
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
-                return int(entry.name)
-        except OSError:
-            continue
-    return 0  # gone: no process of that pid is alive
+def pid_of(marker: str, wait: float = 0.0) -> int:
+    """The host pid of the process whose command line holds marker (one in a PID namespace knows only its own);
+    wait: seconds to look again while it is not there yet (a process between its fork and its exec)."""
+    import time
+
+    deadline = time.monotonic() + wait
+    while True:
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                    return int(entry.name)
+            except OSError:
+                continue
+        if time.monotonic() >= deadline:
+            return 0  # gone: no process of that pid is alive
+        time.sleep(0.05)
 
 
 def alive(pid: int) -> bool:

@@ -196,7 +196,7 @@ def test_nothing_outlives_a_turn_whose_build_loop_was_killed(measured_landlock: 
     deadline = time.monotonic() + 60
     while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    daemon = pid_of(pid_file.read_text().split()[1])
+    daemon = pid_of(pid_file.read_text().split()[1], wait=10)
     build.kill()
     build.wait()
     assert alive(daemon)  # nothing ran that could have stopped it
