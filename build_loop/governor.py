@@ -133,7 +133,7 @@ class Governor:
     def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory, n: int | None = None) -> Outcome:
         turn = self._checkpoint(plan, item, canon, history, n)
         try:
-            if not turn.before.failing:
+            if not turn.before.failing and not item.held_back:  # held-back tests: only plan sees them fail
                 return self._already_green(turn)
             self._prompt(turn)
             spent = self._open_route(turn)
@@ -357,7 +357,8 @@ class Governor:
             return self._end(turn, "abandoned", "build-loop was asked to stop while the sensors ran; rolled back")
         facts = {"changed": sorted(entries), "failing_after": after.failing, "regressions": regressions(before, after),
                  "score_before": before.score, "score_after": after.score, "fingerprint": after.fingerprint}
-        reason = refusal(before, after)
+        facts.update({"held_back": True} if turn.item.held_back else {})
+        reason = refusal(before, after, unseen=turn.item.held_back)
         if reason:
             self._roll_back(turn)
             excerpt = "\n".join(text for text in after.excerpts.values())[-3000:]

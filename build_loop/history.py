@@ -39,6 +39,10 @@ def item_history(journal: Journal, item_id: str, canon_version: int) -> ItemHist
                     "iteration": data.get("n"), "reason": data.get("reason", decision),
                     "changed": data.get("changed", []), "excerpt": data.get("excerpt", ""),
                 })
+            elif decision == "keep" and data.get("held_back"):  # kept unjudged: counts as an attempt until plan closes it
+                history.kept += 1
+                history.attempts += 1
+                history.streak += 1
             elif decision == "keep":
                 history.kept += 1
                 history.streak = 0

@@ -39,8 +39,11 @@ class Integration:
 def commit_message(turn: Turn, before: Reading, after: Reading) -> tuple[str, dict[str, str]]:
     item = turn.item
     partial = f" (partial: {len(after.failing)} checks still failing)" if after.failing else ""  # the item stays open
+    if item.held_back:  # build cannot see the held-back tests: plan's next pass says whether the item is done
+        partial = partial or " (held-back tests: for plan to judge)"
     message = (f"{item.kind} {item.id}{partial}: {item.title}\n\n"
-               f"Kept by the governor: failing {len(before.failing)} -> {len(after.failing)}.")
+               f"Kept by the governor: failing {len(before.failing)} -> {len(after.failing)}"
+               + (" of the checks build can see; plan's held-back tests judge the rest." if item.held_back else "."))
     return message, {trailers.ITEM: item.id, trailers.CANON_VERSION: str(turn.canon.version),
                      trailers.ITERATION: str(turn.n)}
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,8 @@ class RemoteLanes:
         self.ws = ws
         self.bundles = ws.role_dir("build") / "bundles"
         self.pool = RayPool(cluster.address, ws.role_dir("build") / "ray", max_retries=cluster.max_retries)
+        self._visible: dict[str, str] = {}  # canon commit -> its visible commit (canon/visible.py)
+        self._visible_lock = threading.Lock()
 
     def close(self) -> None:
         self.pool.shutdown()
@@ -153,7 +156,7 @@ class RemoteLanes:
     def turn(self, governor: LaneGovernor, plan: Any, item: Any, canon: Canon, history: ItemHistory, n: int,
              base: str) -> Outcome:
         """Ship the turn to a node, wait for it, and finish it here (journal, files, integration)."""
-        task = RemoteTurn(self.ws.config_file.read_text(), self._bundle(CanonStore(self.ws.canon).git, canon.commit),
+        task = RemoteTurn(self.ws.config_file.read_text(), self._visible_canon(canon.commit),
                           self._bundle(governor.main, base), base, plan.model_dump_json(), item.id, history, n,
                           governor.lane.number, governor.options)
         cluster = self.ws.config.cluster
@@ -164,6 +167,19 @@ class RemoteLanes:
                 return Outcome("abandoned", f"iteration {n} ({item.id}): build-loop was asked to stop; the cluster task "
                                "was cancelled and nothing of it is kept", n, item.id)
         return finish(governor, plan, item, canon, history, n, base, future.result())
+
+    def _visible_canon(self, commit: str) -> bytes:
+        """Canon as build exports it, held-back tests left out (canon/visible.py), as a bundle for the node."""
+        from canon.visible import visible_commit
+        from shared.checks.store import PlanStore
+
+        with self._visible_lock:  # lanes ask at once; one commit per canon version is made, once
+            repo = PlanStore(self.ws.role_dir("build") / "canon-visible.git").repo()
+            if commit not in self._visible:
+                scratch = self.ws.role_dir("build") / "tmp"
+                scratch.mkdir(parents=True, exist_ok=True)
+                self._visible[commit] = visible_commit(CanonStore(self.ws.canon).git, commit, repo, scratch)
+            return self._bundle(repo, self._visible[commit])
 
     def _bundle(self, repo: GitRepo, rev: str) -> bytes:
         return bundle_commit(repo, rev, self.bundles).read_bytes()

@@ -67,6 +67,9 @@ def summary(ws: Workspace, n: int) -> str:
                 lines.append(f"  failing at the checkpoint: {', '.join(data['failing_before'])}")
         elif row.kind == "iteration.ended":
             lines.append(f"  decision: {data['decision']}: {data.get('reason', '')}")
+            if data.get("held_back"):
+                lines.append("  held-back tests: its item fails tests only plan runs; build judged the checks it can see, "
+                             "plan's next pass judges the rest (each such keep counts as an attempt)")
             if data.get("capped"):
                 lines.append(f"  capped: {data['capped']}")
             for key in ("guard_violations", "hostile", "reverted", "ignored_removed", "regressions", "failing_after",

@@ -43,6 +43,8 @@ class Requirement(Frozen):
     paths: tuple[str, ...] = Field((), description="globs the requirement grants as write scope")
     checks: tuple[str, ...] = Field((), description="shell commands; exit 0 means the requirement holds")
     tests: tuple[str, ...] = Field((), description="pytest node ids of canon's conformance tests")
+    held_back: tuple[str, ...] = Field((), description="pytest node ids of conformance tests no agent ever sees: only plan "
+                                       "runs them, and what it says of them is how many fail")
     reads: tuple[str, ...] = Field((), description="globs of the code its checks read; narrows the memo key")
     allows: tuple[str, ...] = Field((), description="kinds of the tamper scan (shared/tamper.py) its files may use")
     network: Literal["none", "open"] = Field("none", description="what its checks reach: none (their own loopback) or "
@@ -74,7 +76,7 @@ class Requirement(Frozen):
             raise ValueError(f"{', '.join(map(repr, unknown))} is not a kind of the tamper scan; known kinds: {known}")
         return values
 
-    @field_validator("tests")
+    @field_validator("tests", "held_back")
     @classmethod
     def _tests(cls, values: tuple[str, ...]) -> tuple[str, ...]:
         for value in values:
@@ -84,7 +86,7 @@ class Requirement(Frozen):
 
     @property
     def measured(self) -> bool:
-        return bool(self.checks or self.tests)
+        return bool(self.checks or self.tests or self.held_back)
 
 
 class Document(Frozen):
@@ -100,6 +102,7 @@ class Canon(Frozen):
     commit: str
     documents: tuple[Document, ...]
     test_files: tuple[str, ...] = ()  # conformance test files, relative to canon's root
+    held_back_files: tuple[str, ...] = ()  # held-back test files, relative to canon's root (held_back/tests/...)
 
     @cached_property
     def requirements(self) -> dict[str, Requirement]:

@@ -9,6 +9,7 @@
     priority: 1
     paths: textkit/slug.py
     tests: tests/test_slug.py
+    held_back: tests/test_slug_edges.py
     depends_on: TK-0
 
     What the requirement says, in prose, until the next '## ' heading.
@@ -30,7 +31,7 @@ from shared.errors import CanonError
 HEADING = re.compile(r"^##\s+(?P<id>\S+?):?\s+(?P<title>.*\S)\s*$")
 FIELD = re.compile(r"^(?P<key>[a-z_]+):\s*(?P<value>.*?)\s*$")
 LIST_ITEM = re.compile(r"^\s+-\s+(?P<value>.*?)\s*$")
-LIST_FIELDS = {"paths", "checks", "tests", "reads", "depends_on", "conflicts_with", "allows"}
+LIST_FIELDS = {"paths", "checks", "tests", "held_back", "reads", "depends_on", "conflicts_with", "allows"}
 SCALAR_FIELDS = {"priority", "network"}
 HEADER_FIELDS = {"area", "title", "removes"}
 
@@ -174,7 +175,7 @@ def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str],
 def render_requirement(req: Requirement) -> str:
     """The canonical text of one requirement, as parse_document reads it back."""
     lines = [f"## {req.id}: {req.title}", f"priority: {req.priority}"] + (["network: open"] if req.network == "open" else [])
-    for key in ("paths", "tests", "reads", "depends_on", "conflicts_with", "allows"):
+    for key in ("paths", "tests", "held_back", "reads", "depends_on", "conflicts_with", "allows"):
         values = getattr(req, key)
         if values:
             lines.append(f"{key}: {', '.join(values)}")

@@ -103,16 +103,16 @@ def _how_to_add_test(req: Requirement, file: str) -> str:
 def _missing_tests(reqs: dict[str, Requirement], test_sources: dict[str, str]) -> list[Problem]:
     problems = []
     for req in reqs.values():
-        for node in req.tests:
+        for field, node in [*(("tests", node) for node in req.tests), *(("held_back", node) for node in req.held_back)]:
             file, _, name = node.partition("::")
             if file not in test_sources:
-                problems.append(Problem(str(req.source), req.id, f"tests names {file}, which is not among canon's "
+                problems.append(Problem(str(req.source), req.id, f"{field} names {file}, which is not among canon's "
                                         f"conformance tests; {_how_to_add_test(req, file)}"))
                 continue
             function = name.split("::")[-1].split("[")[0]
             if function and not re.search(rf"^\s*(?:async\s+)?def {re.escape(function)}\b|^class {re.escape(function)}\b",
                                           test_sources[file], re.MULTILINE):
-                problems.append(Problem(str(req.source), req.id, f"tests names {node}, but {file} defines no {function}; "
+                problems.append(Problem(str(req.source), req.id, f"{field} names {node}, but {file} defines no {function}; "
                                         f"correct the name, or add {function} to {file} ({_how_to_add_test(req, file)})"))
     return problems
 
@@ -120,10 +120,20 @@ def _missing_tests(reqs: dict[str, Requirement], test_sources: dict[str, str]) -
 def _orphan_tests(reqs: dict[str, Requirement], arriving: frozenset[str]) -> list[Problem]:
     """A conformance test file this change brings that no requirement names: nothing would ever run it, and a reader
     of canon would believe it measures something."""
-    named = {node.partition("::")[0] for req in reqs.values() for node in req.tests}
+    named = {node.partition("::")[0] for req in reqs.values() for node in (*req.tests, *req.held_back)}
     return [Problem(f"{file}:1", "", "no requirement names this conformance test in its `tests:`, so nothing would ever "
                     "run it; name it in the requirement it checks (tests: " + file + "), or leave the file out")
             for file in sorted(arriving) if PurePosixPath(file).name.startswith("test_") and file not in named]
+
+
+def _held_back_in_view(reqs: dict[str, Requirement]) -> list[Problem]:
+    """A test file named as held back by one requirement and as visible by any (itself or another) would be exported to
+    every agent: it would be held back from nothing."""
+    visible = {node.partition("::")[0]: req.id for req in reqs.values() for node in req.tests}
+    return [Problem(str(req.source), req.id, f"held_back names {file}, which {visible[file]} names under tests:, where "
+                    "every agent reads it; a held-back test file must be named by held_back: alone (split the file)")
+            for req in reqs.values() for file in sorted({node.partition("::")[0] for node in req.held_back})
+            if file in visible]
 
 
 def _checks_that_changed(req: Requirement, previous: dict[str, Requirement]) -> bool:
@@ -199,6 +209,7 @@ def reconcile(
     problems += _contradictions(reqs, list(code_files))
     problems += _missing_tests(reqs, test_sources)
     problems += _orphan_tests(reqs, arriving_tests)
+    problems += _held_back_in_view(reqs)
     problems += _silent_removals(previous, reqs, replaced)
     if canon_files is not None:
         problems += _missing_check_paths(reqs, previous, KnownPaths(code_files), KnownPaths(canon_files))

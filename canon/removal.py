@@ -63,8 +63,10 @@ def remove_elsewhere(current: list[Document], parsed: dict[str, Document], read:
 
 
 def orphaned_tests(before: list[Document], after: list[Document], test_files: list[str]) -> list[str]:
-    """Conformance test files a removed requirement named that no remaining requirement names."""
+    """Conformance test files (named as requirements name them, tests/...) a removed requirement named that no
+    remaining requirement names."""
     def named(documents: list[Document]) -> set[str]:
-        return {node.split("::", 1)[0] for doc in documents for req in doc.requirements for node in req.tests}
+        return {node.split("::", 1)[0] for doc in documents for req in doc.requirements
+                for node in (*req.tests, *req.held_back)}
 
     return sorted((named(before) - named(after)) & set(test_files))

@@ -1,7 +1,9 @@
 """Canon's versioned store: its own git repository, one commit per accepted change, a monotonic version.
 
-Layout inside canon/: requirements/*.md (the documents) and tests/ (conformance tests, tier 1).
-Readers load a version from git objects, never from the work tree, so what they see is exactly V.
+Layout inside canon/: requirements/*.md (the documents), tests/ (conformance tests, tier 1) and held_back/tests/
+(the held-back tests: a requirement's `held_back: tests/test_x.py` is stored at held_back/tests/test_x.py). Only plan
+and spec read held_back/: build exports canon without it (canon/visible.py), and nothing build starts reads canon's
+repository. Readers load a version from git objects, never from the work tree, so what they see is exactly V.
 """
 from __future__ import annotations
 
@@ -16,7 +18,18 @@ from shared.git import GitRepo, is_repo
 
 REQUIREMENTS_DIR = "requirements"
 TESTS_DIR = "tests"
+HELD_BACK_DIR = "held_back"
 VERSION_TRAILER = trailers.CANON_VERSION
+
+
+def held_back_path(node_path: str) -> str:
+    """Where a held-back test named tests/... by its requirement is stored in canon."""
+    return f"{HELD_BACK_DIR}/{node_path}"
+
+
+def as_node_path(canon_path: str) -> str:
+    """The name a requirement gives a test file stored at canon_path (held_back/tests/x.py is tests/x.py)."""
+    return canon_path.removeprefix(f"{HELD_BACK_DIR}/")
 
 
 @dataclass(frozen=True)
@@ -79,10 +92,14 @@ class CanonStore:
                 text = self.read(commit, path) or ""
                 documents.append(parse_document(text, path))
         tests = tuple(sorted(p for p in files if p.startswith(f"{TESTS_DIR}/")))
-        return Canon(version=self.version(commit), commit=commit, documents=tuple(documents), test_files=tests)
+        held = tuple(sorted(p for p in files if p.startswith(f"{HELD_BACK_DIR}/")))
+        return Canon(version=self.version(commit), commit=commit, documents=tuple(documents), test_files=tests,
+                     held_back_files=held)
 
     def test_sources(self, rev: str = "HEAD") -> dict[str, str]:
-        return {p: self.read(rev, p) or "" for p in self.files(rev) if p.startswith(f"{TESTS_DIR}/") and p.endswith(".py")}
+        """Every conformance test file's text by the name requirements give it (tests/...), held-back ones too."""
+        return {as_node_path(p): self.read(rev, p) or "" for p in self.files(rev)
+                if p.startswith((f"{TESTS_DIR}/", f"{HELD_BACK_DIR}/{TESTS_DIR}/")) and p.endswith(".py")}
 
     def load_documents(self, rev: str = "HEAD") -> list[Document]:
         return list(self.load(rev).documents) if self.head() else []

@@ -108,7 +108,8 @@ class PlanAgent:
             prompt = PROMPT.format(schema=json.dumps(PLAN_AGENT_SCHEMA), area=area, requirements=text)
             env = {"PATH": os.environ.get("PATH", ""), "HOME": str(snap.scratch), "TMPDIR": str(snap.scratch),
                    "BANACH_PLAN_AREA": area}
-            outcome = run(Request(sandbox_argv(self.ws, self.argv, [snap.scratch]), cwd=snap.code, env=env,
+            outcome = run(Request(sandbox_argv(self.ws, self.argv, [snap.scratch],
+                                                  hidden=[snap.held_back] if snap.held_back else None), cwd=snap.code, env=env,
                                   stdin=prompt, timeout=self.ws.config.plan.agent_timeout))
             try:
                 if not outcome.ok:

@@ -8,6 +8,8 @@ from canon.model import Canon
 from shared.checks.oracle import Result
 from shared.contracts.fix_plan import Evidence, Item
 
+NAMED_BY_LABEL = ("tests", "tamper", "held_back")  # checks the evidence names by label alone, without an identity
+
 
 def item_id(requirement: str, failing: list[str], kind: str = "") -> str:
     """Stable: the same requirement failing the same checks gives the same id, whatever the output says."""
@@ -35,7 +37,7 @@ def items_from_results(
         exists = any(matches(path, req.paths) for path in code_files) if req.paths else True
         kind = "demolish" if req.area in demolish_areas else ("fix" if exists else "implement")
         evidence = tuple(
-            Evidence(check=r.check.label if r.check.identity in ("tests", "tamper") else f"{r.check.identity} {r.check.label}",
+            Evidence(check=r.check.label if r.check.identity in NAMED_BY_LABEL else f"{r.check.identity} {r.check.label}",
                      exit_code=r.exit_code, timed_out=r.timed_out, excerpt=r.excerpt, fingerprint=r.fingerprint)
             for r in bad
         )

@@ -18,6 +18,7 @@ from shared.atomic import file_lock
 from shared.checks import snapshot
 from shared.checks.oracle import (
     EXCERPT_LINES,
+    HELD_BACK,
     Check,
     Result,
     build_checks,
@@ -245,7 +246,7 @@ class PlanService:
                 "unmeasured": unmeasured, "believed_done_still_open": still_open,
                 "closed_without_claim": closed_unclaimed, "agent_rejections": rejections, "void": list(void),
                 "plan_agent": {"label": agent.label, "identity": agent.identity} if agent else None,
-                "export": m.export,
+                "export": m.export, "held_back": held_back_record(results),
             })
             if certified:
                 self.journal.append("certificate", {"canon_version": canon.version, "canon_commit": canon.commit,
@@ -266,3 +267,12 @@ class PlanService:
         if reports[0].residual == 0 and not reports[0].certified and reports[0].measured:
             reports.append(self.run_pass(fresh=True, agent=agent))
         return reports
+
+
+def held_back_record(results: list[Result]) -> dict[str, object]:
+    """What the pass row says of the held-back tests: how many requirements have them, which of those fail, and which
+    fail by them alone. One bit per requirement, like fix_plan's evidence: build may read the journal."""
+    held = [r for r in results if r.check.identity == HELD_BACK]
+    failing = sorted(r.check.requirement for r in held if not r.passed)
+    visible = {r.check.requirement for r in results if not r.passed and r.check.identity != HELD_BACK}
+    return {"requirements": len(held), "failing": failing, "only": [rid for rid in failing if rid not in visible]}

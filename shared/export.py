@@ -64,8 +64,10 @@ class _Entry:
 
 
 def export_commit(repo: GitRepo, rev: str, destination: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                  max_files: int = DEFAULT_MAX_FILES, timeout: float = GIT_TIMEOUT) -> ExportReport:
-    """Write the files of rev into destination (which must not exist yet) and make it read-only.
+                  max_files: int = DEFAULT_MAX_FILES, timeout: float = GIT_TIMEOUT,
+                  leave_out: tuple[str, ...] = ()) -> ExportReport:
+    """Write the files of rev (a commit, or a tree's id) into destination (which must not exist yet)
+    and make it read-only; nothing below the folders in leave_out is written (canon without its held-back tests).
     Raises ExportError (and leaves nothing behind) when the tree cannot be copied within the limits."""
     if destination.exists() or destination.is_symlink():
         raise ExportError(f"cannot export {rev[:12]} into {destination}: it already exists; exports go into a new folder")
@@ -76,7 +78,7 @@ def export_commit(repo: GitRepo, rev: str, destination: Path, *, max_bytes: int 
         raise ExportError(f"cannot create {destination} for the export of {rev[:12]}: {exc}") from None
     try:
         with _Git(repo, timeout) as git:
-            return _export(git, repo, rev, destination, max_bytes, max_files)
+            return _export(git, repo, rev, destination, max_bytes, max_files, leave_out)
     except OSError as exc:
         remove_tree(destination)
         raise ExportError(f"cannot write the export of {rev[:12]} into {destination}: {exc}") from None
@@ -85,7 +87,8 @@ def export_commit(repo: GitRepo, rev: str, destination: Path, *, max_bytes: int 
         raise
 
 
-def _export(git: _Git, repo: GitRepo, rev: str, root: Path, max_bytes: int, max_files: int) -> ExportReport:
+def _export(git: _Git, repo: GitRepo, rev: str, root: Path, max_bytes: int, max_files: int,
+            leave_out: tuple[str, ...] = ()) -> ExportReport:
     where = f"commit {rev[:12]} of {repo.git_dir}"
     files: list[_Entry] = []
     links: list[_Entry] = []
@@ -93,6 +96,8 @@ def _export(git: _Git, repo: GitRepo, rev: str, root: Path, max_bytes: int, max_
     refused_paths: list[str] = []
     declared = 0
     for count, entry in enumerate(git.tree(rev, where), start=1):
+        if any(entry.path.startswith(folder.rstrip("/") + "/") for folder in leave_out):
+            continue
         if count > max_files:
             raise ExportError(f"{where} has more than {max_files} files; plan does not measure it. Raise "
                               "plan.export_max_files in banach.toml if the project is really that large.")

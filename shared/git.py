@@ -232,11 +232,11 @@ class GitRepo:
         return [p for p in self._git("diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-only", "-z",
                                      older, newer, strip=False).split("\0") if p]
 
-    def export(self, rev: str, destination: Path) -> None:
+    def export(self, rev: str, destination: Path, *, leave_out: tuple[str, ...] = ()) -> None:
         """A clean copy of rev into destination, from the object database alone (see shared.export)."""
         from shared.export import export_commit
 
-        export_commit(self, rev, destination)
+        export_commit(self, rev, destination, leave_out=leave_out)
 
     # the guards' view ----------------------------------------------------------------------------
     def ref_state(self) -> RefState:

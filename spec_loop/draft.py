@@ -10,7 +10,7 @@ from canon.model import Document, Requirement
 from canon.parser import CanonSyntaxError, parse_document
 from canon.reconcile import reconcile
 from canon.removal import orphaned_tests, remove_elsewhere
-from canon.store import REQUIREMENTS_DIR, TESTS_DIR, CanonStore
+from canon.store import HELD_BACK_DIR, REQUIREMENTS_DIR, TESTS_DIR, CanonStore, as_node_path, held_back_path
 from shared.errors import CanonError
 
 
@@ -31,6 +31,8 @@ class Review:
     writes: dict[str, str | None] = field(default_factory=dict)
     changes: dict[str, list[str]] = field(default_factory=dict)
     documents: tuple[Document, ...] = ()  # canon's documents as the change would leave them
+    # what the journal (which build can read) records instead of problems: none of a held-back test's output
+    journal_problems: tuple[str, ...] | None = None
 
     @property
     def accepted(self) -> bool:
@@ -130,7 +132,7 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
                 problems.append(str(exc))
                 continue
             text = draft.content.decode("utf-8")
-        if (store.read("HEAD", draft.target) if has_head else None) != text:
+        if stored_text(store, draft.target) != text:
             writes[draft.target] = text
     if problems:  # a document that does not parse: what it says is unknown, so the rest is not judged by it
         return Review(change, tuple(problems + broken_tests))
@@ -147,10 +149,11 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
         return Review(change)  # already this version: a re-delivered change changes nothing
     proposed = [doc for doc in current_docs if doc.path not in parsed and doc.path not in removal.documents]
     proposed += [doc for doc in [*parsed.values(), *removal.documents.values()] if doc is not None and doc.requirements]
-    for test in orphaned_tests(current_docs, proposed, list(store.files()) if has_head else []):
+    stored = set(store.files()) if has_head else set()
+    for test in orphaned_tests(current_docs, proposed, [as_node_path(path) for path in stored]):
         if test not in writes:  # a test file the change brings decides for itself
             writes[test] = None
-    canon_files = sorted(set(store.files()) | set(writes)) if code_files is not None else None
+    canon_files = sorted({as_node_path(p) for p in stored} | set(writes)) if code_files is not None else None
     arriving = frozenset(target for target, text in writes.items()
                          if text is not None and target.startswith(f"{TESTS_DIR}/") and target.endswith(".py"))
     found = reconcile(proposed, previous=previous, replaced=parsed, test_sources=test_sources,
@@ -162,10 +165,58 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
         return Review(change, tuple(locate(problem, change) for problem in flagged))
     new = {req.id: req for doc in proposed for req in doc.requirements}
     changes = _diff_ids(previous, new)
+    writes = _placed(writes, proposed, stored, store)
     tests = sorted(target for target in writes if target.startswith(f"{TESTS_DIR}/"))  # written or deleted
     if tests:
         changes["tests"] = tests
+    held = _held_back_owners(writes, [*proposed, *current_docs])
+    if held:
+        changes["held_back"] = held  # by requirement, never by file: the journal and canon's log are build's to read
     return Review(change, writes=writes, changes=changes, documents=tuple(proposed))
+
+
+def stored_text(store: CanonStore, node_path: str) -> str | None:
+    """What canon holds now at a draft's target; a test file's text wherever it is stored, visible or held back."""
+    if store.head() is None:
+        return None
+    text = store.read("HEAD", node_path)
+    if text is None and node_path.startswith(f"{TESTS_DIR}/"):
+        text = store.read("HEAD", held_back_path(node_path))
+    return text
+
+
+def _placed(writes: dict[str, str | None], proposed: list[Document], stored: set[str],
+            store: CanonStore) -> dict[str, str | None]:
+    """The change's writes at their places in canon: a test file that a requirement names under held_back: is stored
+    in held_back/ (which build never exports), any other under tests/; a file that changes side moves."""
+    held = {node.partition("::")[0] for doc in proposed for req in doc.requirements for node in req.held_back}
+    placed: dict[str, str | None] = {}
+    for target, text in writes.items():
+        if not target.startswith(f"{TESTS_DIR}/"):
+            placed[target] = text
+            continue
+        here, there = (held_back_path(target), target) if target in held else (target, held_back_path(target))
+        if text is None:
+            placed.update({where: None for where in (here, there) if where in stored})
+            continue
+        placed[here] = text
+        if there in stored:
+            placed[there] = None
+    for path in sorted(stored):  # a stored test whose requirement moved it between tests: and held_back:
+        node = as_node_path(path)
+        if not node.startswith(f"{TESTS_DIR}/") or node in writes:
+            continue
+        if (node in held) != path.startswith(f"{HELD_BACK_DIR}/"):
+            placed[held_back_path(node) if node in held else node] = store.read("HEAD", path)
+            placed[path] = None
+    return placed
+
+
+def _held_back_owners(writes: dict[str, str | None], documents: list[Document]) -> list[str]:
+    """The requirements whose held-back tests the writes add, change or remove."""
+    files = {as_node_path(path) for path in writes if path.startswith(f"{HELD_BACK_DIR}/")}
+    return sorted({req.id for doc in documents for req in doc.requirements
+                   if files & {node.partition("::")[0] for node in req.held_back}})
 
 
 def locate(problem: str, change: Sequence[Draft]) -> str:
@@ -174,3 +225,11 @@ def locate(problem: str, change: Sequence[Draft]) -> str:
         if problem.startswith(draft.target + ":") and draft.name != draft.target:
             return draft.name + problem[len(draft.target):]
     return problem
+
+
+def recorded_names(verdict: Review, store: CanonStore) -> tuple[str, ...]:
+    """The drafts' names as canon's log, spec's journal and what spec-loop prints keep them: a held-back test is
+    "a held-back test", never its file (build reads those records)."""
+    documents = [*verdict.documents, *store.load_documents()]
+    held = {node.partition("::")[0] for doc in documents for req in doc.requirements for node in req.held_back}
+    return tuple("a held-back test" if draft.target in held else draft.name for draft in verdict.drafts)

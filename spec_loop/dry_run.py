@@ -27,15 +27,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from canon.check_paths import KnownPaths, as_path
 from canon.model import Canon, Document, Requirement
 from canon.scope import matches
-from canon.store import TESTS_DIR, CanonStore
+from canon.store import HELD_BACK_DIR, TESTS_DIR, CanonStore, as_node_path
 from shared.checks import snapshot
-from shared.checks.oracle import Result, build_checks, check_limits, run_checks
+from shared.checks.oracle import HELD_BACK, Result, build_checks, check_limits, run_checks
 from shared.checks.store import PlanStore
 from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError
@@ -65,6 +65,7 @@ _SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+) in [\d.]+s", re.M)
 class DryRun:
     refusals: tuple[str, ...] = ()  # one problem per check that cannot run, as file:line: ID: what, and its output
     notes: tuple[str, ...] = ()  # what a person should hear about the checks that ran
+    journal_refusals: tuple[str, ...] | None = None  # the refusals as spec's journal keeps them: no held-back output
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,9 @@ def new_checks(previous: dict[str, Requirement], proposed: dict[str, Requirement
                       for changed in changed_tests for file in files)
         if req.tests and (before is None or before.tests != req.tests or touched):
             wanted.append(_Wanted(req, "tests"))
+        held = {node.split("::", 1)[0] for node in req.held_back}
+        if held and (before is None or before.held_back != req.held_back or held & changed_tests):
+            wanted.append(_Wanted(req, HELD_BACK))
     return wanted
 
 
@@ -95,7 +99,8 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
     """Run the change's new checks against the code's current commit; what cannot run is refused."""
     previous = {req.id: req for doc in store.load_documents() for req in doc.requirements}
     proposed = {req.id: req for doc in documents for req in doc.requirements}
-    changed_tests = {path for path, text in writes.items() if path.startswith(f"{TESTS_DIR}/") and text is not None}
+    changed_tests = {as_node_path(path) for path, text in writes.items()
+                     if as_node_path(path).startswith(f"{TESTS_DIR}/") and text is not None}
     wanted = new_checks(previous, proposed, changed_tests)
     if not wanted or not (is_repo(ws.code, ws.code_git) or is_repo(ws.code)):
         return DryRun()
@@ -114,27 +119,33 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
         return DryRun(notes=(f"note: the new checks were not tried against the code (it could not be copied: "
                              f"{str(exc).splitlines()[0]}); plan measures them",))
     try:
+        files = stored.files_at(canon_commit)
         canon = Canon(version=store.version() + 1, commit=canon_commit, documents=tuple(documents),
-                      test_files=tuple(sorted(p for p in stored.files_at(canon_commit) if p.startswith(f"{TESTS_DIR}/"))))
+                      test_files=tuple(sorted(p for p in files if p.startswith(f"{TESTS_DIR}/"))),
+                      held_back_files=tuple(sorted(p for p in files if p.startswith(f"{HELD_BACK_DIR}/"))))
         keys = {(w.requirement.id, w.identity) for w in wanted}
         try:
             env = project_env(ws, "spec", stored, code_commit, snap.code)
         except ProjectEnvError as exc:
             return DryRun(refusals=(f"the new checks cannot run: {exc}",))
-        checks = [c for c in build_checks(canon, stored, stored, code_commit, limits.check_timeout, env)
+        # the person who wrote a held-back test reads its output here; spec's journal (build reads it) does not
+        checks = [replace(c, reveal=True) for c in build_checks(canon, stored, stored, code_commit, limits.check_timeout, env)
                   if (c.requirement, c.identity) in keys]
         results = run_checks(checks, snap, jobs=limits.jobs, memo=None, sandbox_flags=sandbox_flags(ws, [snap.scratch]),
                              limits=check_limits(ws.config), env=env)
         known = KnownPaths([*stored.files_at(code_commit), *stored.files_at(canon_commit)])
-        refusals, notes = [], []
+        refusals, notes, journaled = [], [], []
         for result in results:
             req = proposed[result.check.requirement]
             why = _cannot_run(result, req, snap, known)
             if why:
                 refusals.append(_refusal(result, req, why, code_commit))
+                journaled.append(refusals[-1] if result.check.identity != HELD_BACK else
+                                 f"{req.source}: {req.id}: its held-back tests cannot run at all against the code at "
+                                 f"{code_commit[:12]} (what and why were shown to the person who submitted them)")
             else:
                 notes.append(_note(result, code_commit))
-        return DryRun(tuple(refusals), tuple(notes))
+        return DryRun(tuple(refusals), tuple(notes), tuple(journaled))
     finally:
         snapshot.release(snap)
 
@@ -166,7 +177,7 @@ def _cannot_run(result: Result, req: Requirement, snap: snapshot.Snapshot, known
     if result.passed or result.timed_out:
         return ""
     output = result.excerpt
-    if result.check.identity != "tests":
+    if result.check.identity not in ("tests", HELD_BACK):
         return _shell_cannot_run(result.exit_code, output, req, snap, known)
     return _tests_cannot_run(output, req, snap, known)
 
@@ -287,13 +298,13 @@ def _code_path(name: str, snap: snapshot.Snapshot) -> str | None:
 
 
 def _in_canon(frame: str, snap: snapshot.Snapshot) -> bool:
-    return _resolved(frame, snap).is_relative_to(snap.canon)
+    return any(_resolved(frame, snap).is_relative_to(root) for root in (snap.canon, snap.held_back) if root)
 
 
 def _shown_path(frame: str, snap: snapshot.Snapshot) -> str:
     path = _resolved(frame, snap)
-    for root in (snap.canon, snap.code):
-        if path.is_relative_to(root):
+    for root in (snap.canon, snap.held_back, snap.code):
+        if root and path.is_relative_to(root):
             return str(path.relative_to(root))
     return frame
 
@@ -311,6 +322,8 @@ def _indented(output: str) -> str:
 def _refusal(result: Result, req: Requirement, why: str, code_commit: str) -> str:
     if result.check.identity == "tests":
         where, what = str(req.source), f"its conformance tests ({', '.join(req.tests)})"
+    elif result.check.identity == HELD_BACK:
+        where, what = str(req.source), f"its held-back tests ({', '.join(req.held_back)})"
     else:
         index = int(result.check.identity.split(":", 1)[1])
         where, what = req.source.of_check(index), f"the check `{result.check.label}`"
@@ -321,7 +334,8 @@ def _refusal(result: Result, req: Requirement, why: str, code_commit: str) -> st
 
 def _note(result: Result, code_commit: str) -> str:
     check = result.check
-    what = f"{check.requirement} {'conformance tests' if check.identity == 'tests' else repr(check.label)}"
+    names = {"tests": "conformance tests", HELD_BACK: "held-back tests"}
+    what = f"{check.requirement} {names.get(check.identity, repr(check.label))}"
     if result.passed:
         return f"dry run at code {code_commit[:12]}: {what} passes already"
     if result.timed_out:

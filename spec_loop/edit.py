@@ -15,7 +15,7 @@ from pathlib import Path
 from canon.store import REQUIREMENTS_DIR
 from shared.errors import CanonError
 from shared.process import run_interactive
-from spec_loop.draft import Draft, target_for
+from spec_loop.draft import Draft, stored_text, target_for
 from spec_loop.service import Decision, SpecService
 
 TEMPLATE = """---
@@ -59,7 +59,7 @@ def edit(
     echo: Callable[[str], None],
 ) -> Decision | None:
     target = resolve_target(name)
-    original = (service.store.read("HEAD", target) if service.store.head() else None)
+    original = stored_text(service.store, target)
     if original is None:
         area = Path(target).stem.replace("draft-", "area")
         original = TEMPLATE.format(area=area, area_id=area.upper()[:4].strip("-") or "REQ") if target.endswith(".md") else ""
@@ -72,7 +72,7 @@ def edit(
             echo(f"the editor exited with {status}; canon is unchanged. Your text is in {service.ws.relative(work)}")
             return None
         text = work.read_text(encoding="utf-8", errors="replace")
-        current = (service.store.read("HEAD", target) if service.store.head() else None)
+        current = stored_text(service.store, target)
         if text == (current if current is not None else original):
             echo(f"no change to {target}; canon stays at v{service.store.version()}" if current is not None else
                  f"the template for {target} was saved as it came; nothing was added, canon stays at "

@@ -13,7 +13,7 @@ from shared.atomic import file_lock
 from shared.git import is_repo
 from shared.journal import Journal
 from shared.workspace import Workspace
-from spec_loop.draft import Draft, Review, locate, review
+from spec_loop.draft import Draft, Review, locate, recorded_names, review
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Decision:
             return f"refused {self.draft}{together}:\n" + "\n".join(f"  {p}" for p in self.problems)
         if not self.changes or not any(self.changes.values()):
             return f"accepted {self.draft}: canon is already v{self.version}, nothing changed"
-        names = {"tests": "conformance tests"}
+        names = {"tests": "conformance tests", "held_back": "held-back tests of"}
         parts = [f"{names.get(label, label)} {', '.join(ids)}" for label, ids in self.changes.items() if ids]
         return f"accepted {self.draft} as canon v{self.version} ({'; '.join(parts)})"
 
@@ -121,7 +121,8 @@ class SpecService:
         if tried.refusals or tried.notes:  # the refusals themselves are journaled with the refused draft
             self.journal.append("draft.dry_run", {"refused": len(tried.refusals), "ran": list(tried.notes)})
         if tried.refusals:
-            return Review(verdict.drafts, tuple(locate(problem, verdict.drafts) for problem in tried.refusals))
+            return Review(verdict.drafts, tuple(locate(problem, verdict.drafts) for problem in tried.refusals),
+                          journal_problems=tried.journal_refusals)
         self.notices.extend(tried.notes)
         return verdict
 
@@ -137,9 +138,11 @@ class SpecService:
             verdict = self._dry_run(verdict)
         if not verdict.accepted:
             decision = Decision(names, False, self.store.version(), verdict.problems)
+            shown = verdict.problems if verdict.journal_problems is None else verdict.journal_problems
             self.journal.append("draft.refused", {"draft": decision.draft, "drafts": list(names), "source": source,
-                                                  "problems": list(verdict.problems), "version": decision.version})
+                                                  "problems": list(shown), "version": decision.version})
             return decision
+        names = recorded_names(verdict, self.store)
         if verdict.unchanged:
             version = self.store.version()
         else:

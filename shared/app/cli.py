@@ -239,10 +239,12 @@ def ctl(ctx: click.Context, workspace: Path, arguments: tuple[str, ...]) -> None
 @click.option("--branch", default="banach/result", show_default=True, help="the branch to create or move forward")
 @click.option("--with-tests", is_flag=True,
               help="add one commit with canon's conformance tests that justified the governed commits")
+@click.option("--with-held-back", is_flag=True,
+              help="with --with-tests: add the held-back tests too (then any later agent of this code can read them)")
 @click.option("--force", is_flag=True, help="move the branch even when its commit is not an ancestor of the result")
 @click.pass_context
 def deliver(ctx: click.Context, workspace: Path, target: Path | None, branch: str, with_tests: bool,
-            force: bool) -> None:
+            with_held_back: bool, force: bool) -> None:
     """Put the governed commits onto a branch of your repository, and say what each claims and what certified them.
 
     Exits 0 when plan certified exactly the delivered code; 3 when the branch was written but the code is NOT
@@ -253,7 +255,7 @@ def deliver(ctx: click.Context, workspace: Path, target: Path | None, branch: st
     from shared.app.deliver import deliver as deliver_result
 
     delivery = deliver_result(Workspace.open(workspace), target=target, branch=branch, with_tests=with_tests,
-                              force=force)
+                              force=force, with_held_back=with_held_back)
     click.echo(delivery.summary())
     ctx.exit(0 if delivery.certified else 3)
 

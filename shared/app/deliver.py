@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from canon.model import Canon
-from canon.store import CanonStore
+from canon.store import CanonStore, held_back_path
 from shared.contracts import trailers
 from shared.errors import GitError, WorkspaceError
 from shared.git import Entry, GitRepo, hardened_command
@@ -61,6 +61,7 @@ class Delivery:
     tests_note: str  # why --with-tests added no commit, or ""
     certificate: Certificate | None
     canon_version: int  # canon's version now
+    held_back: tuple[str, ...] = ()  # requirements of the governed commits with held-back tests not delivered
 
     def summary(self) -> str:
         moved = ("unchanged: it already pointed there" if self.previous == self.head else
@@ -80,6 +81,10 @@ class Delivery:
                          f"{', '.join(self.tests)}")
         elif self.tests_note:
             lines.append(f"  (no tests commit: {self.tests_note})")
+        if self.held_back:
+            lines.append(f"  (held-back tests of {', '.join(self.held_back)}: plan measured the code with them; they are "
+                         "not delivered, so that later agents still cannot read them. --with-tests --with-held-back "
+                         "adds them)")
         lines.append(self._certified())
         lines.append(f"see it: git -C {self.target} log --format='%h %s' {self.branch}")
         return "\n".join(lines)
@@ -106,7 +111,12 @@ class Delivery:
                 f"{cert.code_commit[:12]}. Run plan-loop once (or banach run --until-certified) to measure this head")
 
 
-def deliver(ws: Workspace, *, target: Path | None, branch: str, with_tests: bool, force: bool) -> Delivery:
+def deliver(ws: Workspace, *, target: Path | None, branch: str, with_tests: bool, force: bool,
+            with_held_back: bool = False) -> Delivery:
+    """with_held_back: the tests commit carries the requirements' held-back tests too (at their tests/ names); once
+    they are in the code any later agent reads them, and they are held back no more."""
+    if with_held_back and not with_tests:
+        raise WorkspaceError("--with-held-back adds the held-back tests to the tests commit of --with-tests; give both")
     code = ws.code_repo()
     head = code.head()
     if head is None:
@@ -124,7 +134,7 @@ def deliver(ws: Workspace, *, target: Path | None, branch: str, with_tests: bool
     final, note = head, ""
     tests: tuple[str, ...] = ()
     if with_tests:
-        final, tests, note = _tests_commit(repo, head, canon_store, canon, code, governed, previous)
+        final, tests, note = _tests_commit(repo, head, canon_store, canon, code, governed, previous, with_held_back)
     if previous and previous != final and not force and not _may_replace(repo, previous, final, with_tests):
         earlier = (" (the tests commit of an earlier delivery: deliver --with-tests again to keep them on top)"
                    if _is_tests_commit(repo, previous) else "")
@@ -135,8 +145,10 @@ def deliver(ws: Workspace, *, target: Path | None, branch: str, with_tests: bool
         result = repo.command("update-ref", "-m", "banach deliver", ref, final, previous or ZERO)
         if result.returncode != 0:
             raise GitError(f"cannot move {branch} in {repo.path}: {result.stderr.decode(errors='replace').strip()}")
+    held = () if with_held_back else tuple(sorted({rid for commit in governed for rid in commit.requirements
+                                                   if rid in canon.requirements and canon.requirements[rid].held_back}))
     return Delivery(repo.path, branch, final, previous, head, base, governed, other, final if final != head else "", tests,
-                    note, _certificate(ws), canon.version)
+                    note, _certificate(ws), canon.version, held)
 
 
 def recorded_source(ws: Workspace, code: GitRepo) -> Path:
@@ -234,41 +246,48 @@ def _certificate(ws: Workspace) -> Certificate | None:
                        str(latest["code_commit"]), measured)
 
 
-def conformance_files(canon: Canon, requirements: set[str], files: dict[str, str]) -> list[str]:
-    """The test files the requirements name under `tests:`, with the conftest.py files beside or above them."""
-    named = {node.split("::", 1)[0] for rid in requirements if rid in canon.requirements
-             for node in canon.requirements[rid].tests}
+def conformance_files(canon: Canon, requirements: set[str], files: dict[str, str], *,
+                      held_back: bool = False) -> dict[str, str]:
+    """The test files the requirements name under `tests:` (and `held_back:` when asked), with the conftest.py files
+    beside or above them: their path in the code -> their path in canon (a held-back test's is under held_back/)."""
+    chosen = [canon.requirements[rid] for rid in requirements if rid in canon.requirements]
+    named = {node.split("::", 1)[0]: node.split("::", 1)[0] for req in chosen for node in req.tests}
+    if held_back:
+        named.update({node.split("::", 1)[0]: held_back_path(node.split("::", 1)[0]) for req in chosen
+                      for node in req.held_back})
     helpers = {f"{parent}/conftest.py" for path in named for parent in PurePosixPath(path).parents if str(parent) != "."}
-    return sorted(named | {path for path in helpers if path in files})
+    return dict(sorted({**named, **{path: path for path in helpers if path in files}}.items()))
 
 
 def _tests_commit(repo: GitRepo, head: str, canon_store: CanonStore, canon: Canon, code: GitRepo,
-                  governed: tuple[GovernedCommit, ...], previous: str) -> tuple[str, tuple[str, ...], str]:
+                  governed: tuple[GovernedCommit, ...], previous: str,
+                  held_back: bool = False) -> tuple[str, tuple[str, ...], str]:
     """(the commit on top of head that adds the tests, the files, "") or (head, (), why there is none)."""
     requirements = {rid for commit in governed for rid in commit.requirements}
     if not governed:
         return head, (), "there are no governed commits"
     files = canon_store.files()
-    paths = conformance_files(canon, requirements, files)
+    paths = conformance_files(canon, requirements, files, held_back=held_back)
     if not paths:
         return head, (), f"the requirements of the governed commits ({', '.join(sorted(requirements))}) name no tests"
     in_code = code.blob_ids(head)
     entries: dict[str, Entry | None] = {}
-    for path in paths:
-        if in_code.get(path) == files[path]:
+    for path, stored in paths.items():
+        if in_code.get(path) == files[stored]:
             continue  # the code already holds exactly this test
         if path in in_code:
             raise WorkspaceError(f"{path} is in the code with other content than canon's conformance test of that name; "
                                  "--with-tests would replace the project's file. Deliver without --with-tests, or give "
                                  "the test in canon another name (spec-loop add)")
-        content = canon_store.git.command("cat-file", "blob", files[path]).stdout
+        content = canon_store.git.command("cat-file", "blob", files[stored]).stdout
         blob = repo.command("hash-object", "-w", "--no-filters", "--stdin", input=content).stdout.decode().strip()
         entries[path] = Entry("100644", blob)
     if not entries:
         return head, (), "the code already holds every conformance test the governed commits' requirements name"
     items = ", ".join(commit.item for commit in governed)
+    fields = "tests: and held_back:" if held_back else "tests:"
     message = (f"canon's conformance tests for {items} (canon v{canon.version})\n\n"
-               f"The tests that canon's requirements {', '.join(sorted(requirements))} name under tests:, as spec-loop "
+               f"The tests that canon's requirements {', '.join(sorted(requirements))} name under {fields}, as spec-loop "
                "took them into canon; plan measured the commits below with them.")
     commit, tree = repo.commit_entries(head, entries, message, {trailers.CANON_VERSION: str(canon.version),
                                                                  TESTS_TRAILER: ", ".join(sorted(entries))}, role="spec")

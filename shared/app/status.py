@@ -123,6 +123,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "diagnosis": diagnosis.label,
         "monitor": diagnosis.as_json(),
         "unmeasured": list(plan.unmeasured) if plan else [],
+        "evidence": _evidence(plan, canon_store),
         "fix_plan": None if plan is None else {
             "pass": _pass_number(ws, plan), "pass_seq": plan.pass_seq, "created": plan.created,
             "canon_version": plan.canon_version,
@@ -227,6 +228,12 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"PLAN AGENT  answer rejected ({plan['plan_agent']}): {rejection}")
     if info["unmeasured"]:
         lines.append(f"unmeasured  {', '.join(info['unmeasured'])} (no check: the metric is blind there)")
+    evidence = info["evidence"]
+    if evidence["held_back_requirements"]:
+        hidden = "no agent sees" if info["isolation"]["backend"] != "none" else "NOTHING HIDES (isolation none)"
+        lines.append(f"held back   {evidence['held_back_requirements']} requirement(s) have held-back tests, which only "
+                     f"plan runs and {hidden}; failing now: {', '.join(evidence['held_back_failing']) or 'none'} "
+                     f"(visible checks failing: {', '.join(evidence['visible_failing']) or 'none'})")
     b = info["build"]
     lines.append(f"build       {b['iterations']} iterations: {b['keeps']} kept, {b['rollbacks']} rolled back, "
                  f"{b['stalls']} stalled, {b['agent_failed']} agent failures, {b['ladder_climbs']} ladder climbs, "
@@ -264,3 +271,15 @@ def render(info: dict[str, Any]) -> str:
     if info["fix_plan_error"]:
         lines.append(f"fix_plan    ERROR: {info['fix_plan_error']}")
     return "\n".join(lines)
+
+
+def _evidence(plan: fix_plan_file.FixPlan | None, canon_store: CanonStore) -> dict[str, Any]:
+    """Which requirements fail by visible checks and which by held-back tests alone, in the last fix_plan."""
+    items = plan.items if plan else ()
+    canon = canon_store.load() if canon_store.head() else None
+    return {
+        "visible_failing": sorted({rid for item in items for rid in item.requirements
+                                   if any(e.check != fix_plan_file.HELD_BACK_EVIDENCE for e in item.evidence)}),
+        "held_back_failing": sorted({rid for item in items if item.held_back for rid in item.requirements}),
+        "held_back_requirements": sum(1 for req in canon.requirements.values() if req.held_back) if canon else 0,
+    }

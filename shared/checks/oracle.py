@@ -24,15 +24,19 @@ from pathlib import Path
 
 from canon.model import Canon, Requirement
 from canon.scope import matches
+from canon.store import HELD_BACK_DIR
 from shared import conformance, tamper
 from shared.checks.snapshot import Snapshot
 from shared.config import Config
+from shared.contracts.fix_plan import HELD_BACK_EVIDENCE
 from shared.environment import OWN, ProjectEnv
 from shared.git import GitRepo
 from shared.journal import Memo, canonical
 from shared.process import Limits, Outcome, Request, run
 
 EXCERPT_LINES = 30
+HELD_BACK = "held_back"  # the identity of a requirement's held-back run
+HELD_BACK_LABEL = HELD_BACK_EVIDENCE  # what fix_plan and people read of it: never a file, a test name or output
 TIMEOUT_FINGERPRINT = "timeout"
 _VOLATILE = re.compile(r"\d+(\.\d+)?s\b|0x[0-9a-f]+|/tmp/\S+|\d{4}-\d\d-\d\dT\S+")
 
@@ -46,6 +50,7 @@ class Check:
     timeout: float
     memo_key: str
     network: str = "none"  # the requirement's `network:` in canon: "none" runs it cut off, "open" with the machine's
+    reveal: bool = False  # a held-back run's own output kept (spec's dry run, shown to the person who wrote the test)
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
         return cache["b"]
 
     tree = code.tree_id(code_commit)
+    held_tree = canon_repo.tree_id(canon.commit, HELD_BACK_DIR) if any(r.held_back for r in canon.requirements.values()) \
+        else ""
     checks = []
     for req in sorted(canon.requirements.values(), key=lambda r: r.id):
         code_key = _code_key(req, tree, blobs) if req.measured else ""
@@ -99,6 +106,11 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
             key = canonical({"k": "tests", "nodes": req.tests, "t": timeout, "code": code_key, "canon": tests_tree,
                              **env_key, **net})
             checks.append(Check(req.id, "tests", tuple(req.tests), "pytest " + " ".join(req.tests), timeout,
+                                hashlib.sha256(key.encode()).hexdigest(), req.network))
+        if req.held_back:
+            key = canonical({"k": "held_back", "nodes": req.held_back, "t": timeout, "code": code_key,
+                             "canon": held_tree, **env_key, **net})
+            checks.append(Check(req.id, HELD_BACK, tuple(req.held_back), HELD_BACK_LABEL, timeout,
                                 hashlib.sha256(key.encode()).hexdigest(), req.network))
     return checks
 
@@ -135,14 +147,18 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
         "BANACH_PYTHON": env.python,
     }
     others = [sibling for sibling in siblings if sibling != folder]
-    if check.identity != "tests":
+    held = [snapshot.held_back] if snapshot.held_back else []
+    if check.identity not in ("tests", HELD_BACK):
         scratch = folder / "tmp"
         scratch.mkdir(parents=True)
-        argv = _confined(check.argv, scratch, others, check.network) if sandboxed else check.argv
+        argv = _confined(check.argv, scratch, [*held, *others], check.network) if sandboxed else check.argv
         return _Prepared(Request(argv, cwd=snapshot.code, env={**env_vars, "HOME": str(scratch), "TMPDIR": str(scratch)},
                                  timeout=check.timeout, grace=0.5, limits=limits))
-    measured = conformance.prepare(snapshot.canon, snapshot.code, check.argv, folder, python=env.python, roots=env.roots)
-    wrap = (lambda argv: _confined(argv, measured.scratch, [snapshot.canon, *others], check.network)) if sandboxed else None
+    # a held-back run reads its own copy of held_back/ alone; a visible one, its copy of canon (never held_back/)
+    source = (snapshot.held_back or snapshot.canon) if check.identity == HELD_BACK else snapshot.canon
+    measured = conformance.prepare(source, snapshot.code, check.argv, folder, python=env.python, roots=env.roots)
+    originals = [snapshot.canon, *held]
+    wrap = (lambda argv: _confined(argv, measured.scratch, [*originals, *others], check.network)) if sandboxed else None
     return _Prepared(measured.request(env=env_vars, timeout=check.timeout, limits=limits, wrap=wrap),
                      measured)
 
@@ -161,8 +177,27 @@ def _result(check: Check, outcome: Outcome, prepared: _Prepared) -> Result:
             output = "\n".join(verdict.failing) + ("\nvoid" if verdict.void else "")
     if outcome.timed_out:
         excerpt = f"(killed after {check.timeout:g}s)\n" + excerpt
+    if check.identity == HELD_BACK and not check.reveal:
+        counts = (len(verdict.failing), len(verdict.results), bool(verdict.void)) if verdict is not None else (0, 0, True)
+        return _held_back_result(check, passed, outcome, *counts)
     return Result(check, passed, None if outcome.timed_out else outcome.returncode, outcome.timed_out, excerpt,
                   fingerprint(output, outcome.timed_out), outcome.duration, False)
+
+
+def _held_back_result(check: Check, passed: bool, outcome: Outcome, failing: int, total: int, void: bool) -> Result:
+    """What anyone but plan reads of a held-back run: one bit and a count. No file, test name, assert, output, exit
+    code or canary; the fingerprint changes only with the count (a stall is still seen as one)."""
+    if passed:
+        excerpt = f"all {total} held-back tests pass"
+    elif outcome.timed_out:
+        excerpt = f"the held-back tests ran out of their {check.timeout:g}s"
+    elif void or not total:
+        excerpt = f"{conformance.VOID_PREFIX}: the held-back tests' run did not finish as the runner requires"
+    else:
+        excerpt = f"{failing} of {total} held-back tests do not pass"
+    summary = f"{HELD_BACK}:{passed}:{failing}:{total}:{void}:{outcome.timed_out}"
+    return Result(check, passed, None, outcome.timed_out, excerpt, hashlib.sha256(summary.encode()).hexdigest()[:16],
+                  outcome.duration, False)
 
 
 def tamper_results(canon: Canon, code: GitRepo, commit: str, changed: list[str] | None) -> list[Result]:

@@ -8,7 +8,8 @@ scratch is removed and only the newest KEEP pass folders stay, read-only, for a 
 
     state/plan/scratch/pass-<time>-<code>-<canon>/
         code/    read-only export of C
-        canon/   read-only export of V
+        canon/   read-only export of V, without its held-back tests
+        held_back/  V's held-back tests (held_back/ of canon's tree), when it has any: only their own runs read it
         tmp/     the checks' scratch (removed after the pass)
 """
 from __future__ import annotations
@@ -19,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from canon.store import HELD_BACK_DIR
+from canon.visible import strip_documents
 from shared.checks.store import PlanStore
 from shared.errors import ExportError
 from shared.export import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, ExportReport, export_commit, remove_tree
@@ -42,6 +45,7 @@ class Snapshot:
     folder: Path | None = None  # the pass's own folder, holding all three
     code_report: ExportReport | None = None  # what each export wrote, and what of the tree it did not
     canon_report: ExportReport | None = None
+    held_back: Path | None = None  # canon's held-back tests (their own root, holding tests/...), or None
 
 
 def take(root: Path, store: PlanStore, code: GitRepo, code_commit: str, canon: GitRepo, canon_commit: str,
@@ -57,7 +61,13 @@ def take(root: Path, store: PlanStore, code: GitRepo, code_commit: str, canon: G
         code_report = export_commit(stored, code_commit, folder / "code", max_bytes=limits.max_bytes,
                                     max_files=limits.max_files)
         canon_report = export_commit(canon, canon_commit, folder / "canon", max_bytes=limits.max_bytes,
-                                     max_files=limits.max_files)
+                                     max_files=limits.max_files, leave_out=(HELD_BACK_DIR,))
+        strip_documents(folder / "canon")  # a visible check's copy of canon names no held-back test
+        held_back = None
+        held_tree = canon.tree_id(canon_commit, HELD_BACK_DIR)
+        if held_tree:
+            held_back = folder / HELD_BACK_DIR
+            export_commit(canon, held_tree, held_back, max_bytes=limits.max_bytes, max_files=limits.max_files)
         scratch = folder / "tmp"
         scratch.mkdir()
         os.chmod(folder, 0o555)  # the trees cannot be swapped for others by a rename in their folder
@@ -67,7 +77,7 @@ def take(root: Path, store: PlanStore, code: GitRepo, code_commit: str, canon: G
     except BaseException:
         remove_tree(folder)
         raise
-    return Snapshot(folder / "code", folder / "canon", scratch, folder, code_report, canon_report)
+    return Snapshot(folder / "code", folder / "canon", scratch, folder, code_report, canon_report, held_back)
 
 
 def release(snapshot: Snapshot) -> None:

@@ -26,6 +26,9 @@ class Evidence(Frozen):
     fingerprint: str = Field(description="stable hash of the failure; constant for a time-out")
 
 
+HELD_BACK_EVIDENCE = "held-back tests"  # the check an item's evidence names for a requirement's held-back tests
+
+
 class Item(Frozen):
     id: str = Field(description="stable: the same gap gives the same id across passes")
     kind: Literal["implement", "fix", "demolish"]
@@ -36,6 +39,11 @@ class Item(Frozen):
     scope: tuple[str, ...] = Field(description="the write scope: paths granted by the requirements")
     depends_on: tuple[str, ...] = Field((), description="ids of open items this one waits for")
     area: str = ""
+
+    @property
+    def held_back(self) -> bool:
+        """Some of its failing checks are held-back tests, which only plan runs: build's sensors cannot see them."""
+        return any(evidence.check == HELD_BACK_EVIDENCE for evidence in self.evidence)
 
 
 class FixPlan(Frozen):

@@ -42,6 +42,16 @@ def hidden_paths(ws: Workspace, role: Role) -> list[Path]:
     return [*others, *providers, ws.supervisor_credentials, ws.supervisor_conf]
 
 
+def held_back_places(ws: Workspace) -> list[Path]:
+    """Where a held-back test (canon's held_back/), its name or its output can be found: canon's repository, the inbox
+    (drafts, and the accepted and refused ones kept there), spec's and plan's scratch (their exports of canon), spec's
+    object store (canon as a draft proposes it), edit and set-aside folders. No sandboxed child reads any of them:
+    each gets its own export of what it needs."""
+    spec, plan = ws.role_dir("spec"), ws.role_dir("plan")
+    return [ws.canon, ws.inbox, spec / "scratch", spec / "objects.git", spec / "edit", spec / "set-aside", spec / "tmp",
+            plan / "scratch"]
+
+
 _applied: tuple[list[Path], list[Path]] | None = None  # the loop's own ruleset, for restrict_this_thread
 
 
@@ -135,13 +145,15 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
 
 
 def sandbox_flags(ws: Workspace, writable: list[Path], hidden: list[Path] | None = None) -> list[str] | None:
-    """The Landlock wrapper's flags for a child writing only `writable`, the keys, the supervisor's credentials and
+    """The Landlock wrapper's flags for a child writing only `writable`, the keys, the supervisor's credentials, the
+    places of held-back tests (but the one it works in: plan's and spec's check runners write in their scratch) and
     `hidden` unreadable; None without Landlock."""
     if ws.config.isolation.backend != "landlock":
         return None
     # The whole supervisor folder: the agent needs none of it, and its config holds the socket's password.
     flags = ["--hide", str(ws.keys_dir), "--hide", str(ws.supervisor_dir)]
-    for path in hidden or []:
+    held = [place for place in held_back_places(ws) if not any(path.is_relative_to(place) for path in writable)]
+    for path in [*held, *(hidden or [])]:
         flags += ["--hide", str(path)]
     for path in writable:
         flags += ["--write", str(path)]

@@ -195,6 +195,10 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
         start += len(segment_passes)
         ax.plot(seg_x, [max(p.residual, 0) for p in segment_passes], "o-", color="#1f77b4", lw=1.8, ms=5, zorder=3,
                 label="open items per plan pass" if number == 0 else None, gid="residual")
+    held = [(index + 1, p.held_back_only) for index, p in enumerate(passes) if p.held_back_only]
+    if held:  # the part of the residual that only held-back tests see: build's sensors cannot, no agent is told why
+        ax.plot([x for x, _ in held], [n for _, n in held], "D", color="#8c564b", ms=11, mfc="none", mew=1.5, ls="none",
+                zorder=4, gid="held-back", label="of which held-back tests alone fail")
     canon_labels = []
     for index, p in enumerate(passes):
         if index and p.canon_version != passes[index - 1].canon_version:

@@ -26,6 +26,7 @@ class PlanPass:
     bias: int  # items build's commits claimed done that this pass still found open
     unmeasured: int
     started_seq: int  # the 'pass.started' row; a certificate names it
+    held_back_only: int = 0  # open items whose failing checks are held-back tests alone (no agent sees why)
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def read_history(ws: Workspace) -> History:
                 passes.append(PlanPass(row.seq, row.ts, d["canon_version"], d["code_commit"], d["residual"],
                                        tuple(d.get("items", [])), d.get("requirements_by_item", {}), d.get("fresh", False),
                                        len(d.get("believed_done_still_open", [])), len(d.get("unmeasured", [])),
-                                       d.get("started_seq", -1)))
+                                       d.get("started_seq", -1), len((d.get("held_back") or {}).get("only", []))))
             certificates = [{"seq": row.seq, "ts": row.ts, **row.data} for row in plan.rows("certificate")]
     events: list[tuple[float, str]] = []
     lanes: list[LaneTurn] = []

@@ -61,6 +61,23 @@ def git(repo: Path, *args: str) -> str:
                                "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(repo)}).stdout.strip()
 
 
+def land(ws: Workspace, files: dict[str, str], *, source: str = "test") -> str:
+    """Canon files (requirements/*.md, tests/test_*.py) landed as one change through spec-loop's own path, as
+    `spec-loop add` lands them; returns what spec-loop says of it, which must be an acceptance."""
+    from spec_loop.draft import Draft, target_for
+    from spec_loop.service import SpecService
+
+    drafts = [Draft(Path(name).name, target_for(name) or name, text.encode()) for name, text in files.items()]
+    spec = SpecService(Workspace.open(ws.root))
+    try:
+        with spec.locked():
+            decision = spec.decide_change(drafts, source=source)
+    finally:
+        spec.close()
+    assert decision.accepted, decision.problems
+    return decision.describe()
+
+
 def custom(tmp: Path, canon_text: str, agent_script: str, *, config: str = "") -> Workspace:
     """An empty workspace with one canon document and a scripted agent as its only ladder rung."""
     from spec_loop.draft import Draft

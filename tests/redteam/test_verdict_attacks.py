@@ -152,7 +152,7 @@ def test_the_sibling_attack_reaches_pipes_outside_a_sandbox(tmp_path: Path, list
     try:
         assert holder.stdout is not None and holder.stdout.readline()  # its pipe exists
         attack = ATTACKS.read_text().split("ATTACK = r\'\'\'", 1)[1].split("\'\'\'", 1)[0]
-        code = attack.format(route="siblings", variant="", port=str(listener.port))
+        code = attack.format(route="siblings", variant="", port=str(listener.port), known=[])
         (tmp_path / "attack.py").write_text(code.replace('if "_pytest" in _sys.modules:', "if True:"))
         subprocess.run([sys.executable, str(tmp_path / "attack.py")], check=True, timeout=60,
                        env={"PATH": os.environ["PATH"], "TMPDIR": str(workspace / "state" / "tmp")})

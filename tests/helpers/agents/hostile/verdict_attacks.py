@@ -11,7 +11,9 @@ ROUTE:
   exit      forges its own report through the channel's descriptor, then os._exit(0) before any test runs
             (VARIANT "finished" also forges pytest's finished line)
   handle    finds the runner's reporter through gc and rewrites every failing line to passed, letting through
-            what looks like a canary
+            what looks like a canary (VARIANT "known": only the lines of the tests it read in canon's export, at
+            $BANACH_CANON or --canon DIR, where an agent finds them in its turn: every canary and any test it did
+            not see keeps its true outcome)
   fifo      turns every file it can in its folder, and at exit pytest's junit file, into FIFOs
 Every route acts only inside a Banach workspace (a folder above TMPDIR holding banach.toml), and only on that
 workspace's own files and test runs: a control run outside one once walked the machine.
@@ -23,6 +25,8 @@ tell "tried and failed" from "never ran".
 """
 from __future__ import annotations
 
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -31,7 +35,7 @@ from _hostile import apply
 ATTACK = r'''
 import gc as _gc, json as _json, os as _os, re as _re, socket as _socket, stat as _stat, sys as _sys, time as _time
 
-_ROUTE, _VARIANT, _PORT = {route!r}, {variant!r}, {port!r}
+_ROUTE, _VARIANT, _PORT, _KNOWN = {route!r}, {variant!r}, {port!r}, {known!r}
 _OLD_CANARY = _re.compile(r"test_[0-9a-f]{{12}}$")
 
 
@@ -168,7 +172,7 @@ def _handle():
                     _real(line)
                     continue
                 name = str(record.get("test", "")).rsplit("::", 1)[-1]
-                if "outcome" in record and not _OLD_CANARY.match(name):
+                if "outcome" in record and (name in _KNOWN if _VARIANT == "known" else not _OLD_CANARY.match(name)):
                     record["outcome"] = "passed"
                 _real(_json.dumps(record) + "\n")
             return len(text)
@@ -224,13 +228,17 @@ def _option(argv: list[str], name: str, default: str) -> tuple[list[str], str]:
 def main(argv: list[str]) -> int:
     argv, into = _option(argv, "--into", "textkit/slug.py")
     argv, port = _option(argv, "--port", "0")
+    argv, canon = _option(argv, "--canon", os.environ.get("BANACH_CANON", ""))
     route = argv[0]
     variant = argv[1] if len(argv) > 1 else ""
     apply("right" if route in ("siblings", "fifo") else "wrong")  # siblings and fifo buy others' verdicts, or wedge
     target = Path(into)
     target.parent.mkdir(parents=True, exist_ok=True)
     before = target.read_text() if target.exists() else ""
-    code = ATTACK.format(route=route, variant=variant, port=port)
+    known = sorted({name for path in Path(canon).rglob("test_*.py") for name in re.findall(r"^def (test_\w+)\(",
+                                                                                              path.read_text(), re.M)}) \
+        if canon else []
+    code = ATTACK.format(route=route, variant=variant, port=port, known=known)
     target.write_text(code + "\n" + before)
     print(f"{route} attack planted in {into}")
     return 0
