@@ -23,7 +23,8 @@ def escalate(journal: Journal, build: BuildConfig, item: Item, canon: Canon, his
     if attempts >= build.max_attempts:
         failing = outcome.details.get("failing_after", outcome.details.get("failing_before"))
         journal.append(BLOCKED, {
-            "item": item.id, "canon_version": canon.version, "attempts": attempts,
+            "item": item.id, "canon_version": canon.version, "attempts": attempts, "round": history.round,
+            "rounds": build.rounds,
             "evidence": {"reason": outcome.details.get("reason"), "failing": failing,
                          "excerpt": outcome.details.get("excerpt", "")[-2000:], "iteration": outcome.n},
         })

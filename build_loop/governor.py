@@ -31,7 +31,7 @@ from build_loop.history import ItemHistory, item_history, next_iteration
 from build_loop.integrator import publish_keep
 from build_loop.measure import Measurer
 from build_loop.picker import current_plan, next_item
-from build_loop.prompt import context_outputs, render
+from build_loop.prompt import context_outputs, turn_prompt
 from build_loop.reactions import Reaction, react
 from build_loop.recovery import recover
 from build_loop.sensors import Reading, refusal, regressions
@@ -168,12 +168,8 @@ class Governor:
                        "re-measure", turn.n, turn.item.id)
 
     def _prompt(self, turn: Turn) -> None:
-        turn.prompt = render(
-            self.ws, item=turn.item, canon_version=turn.canon.version, iteration=turn.n,
-            canon_slice=turn.canon.slice(turn.item.requirements), negative_knowledge=turn.history.negative[-5:],
-            feedback=turn.before.excerpts,
-            context=context_outputs(self.ws, turn.scratch, self.limits, reap_orphans=self.subreaper, tree=self.tree),
-        )
+        context = context_outputs(self.ws, turn.scratch, self.limits, reap_orphans=self.subreaper, tree=self.tree)
+        turn.prompt = turn_prompt(self.ws, turn, context)
         turn.folder.mkdir(parents=True, exist_ok=True)
         write_text(turn.folder / "prompt.md", turn.prompt)
 
@@ -349,15 +345,16 @@ class Governor:
                             changed=[], feedback=turn.before.excerpts)
 
     def _judge(self, turn: Turn, entries: dict[str, Entry | None]) -> Outcome:
-        """The sensors on the kept change, the ratchet, and keep or roll back."""
-        before = turn.before
-        after = self.measure.read(turn.sensors, turn.canon_dir, turn.scratch, turn.project)
+        """The sensors on the kept change (flipped checks measured again: build_loop/flakes.py), the ratchet, and keep or
+        roll back."""
+        settled = self.measure.settle(turn, self.measure.read(turn.sensors, turn.canon_dir, turn.scratch, turn.project))
         if self.cancel.is_set():
             self._roll_back(turn)
             return self._end(turn, "abandoned", "build-loop was asked to stop while the sensors ran; rolled back")
+        before, after = settled.before, settled.after
         facts = {"changed": sorted(entries), "failing_after": after.failing, "regressions": regressions(before, after),
                  "score_before": before.score, "score_after": after.score, "fingerprint": after.fingerprint}
-        facts.update({"held_back": True} if turn.item.held_back else {})
+        facts.update({"held_back": True} if turn.item.held_back else {}, **({"flaky": settled.flaky} if settled.flaky else {}))
         reason = refusal(before, after, unseen=turn.item.held_back)
         if reason:
             self._roll_back(turn)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.contracts.blocks import BLOCKED, UNBLOCKED, current_blocks
+from shared.contracts.blocks import BLOCKED, ROUND, UNBLOCKED, current_blocks
 from shared.errors import BanachError
 from shared.journal import Journal
 from shared.workspace import Workspace
@@ -20,6 +20,7 @@ class ItemHistory:
     rung: int = 0
     kept: int = 0
     blocked: dict[str, Any] | None = None
+    round: int = 1  # which round of build.rounds the item is in (build_loop/picker.py starts the next)
     negative: list[dict[str, Any]] = field(default_factory=list)
     last_feedback: dict[str, str] = field(default_factory=dict)
 
@@ -53,8 +54,11 @@ def item_history(journal: Journal, item_id: str, canon_version: int) -> ItemHist
             history.streak = 0
         elif row.kind == BLOCKED and data.get("canon_version") == canon_version:
             history.blocked = data
-        elif row.kind == UNBLOCKED:  # a person gave it a fresh budget
+        elif row.kind == UNBLOCKED:  # a person gave it a fresh budget, and its rounds again
+            history.blocked, history.attempts, history.streak, history.round = None, 0, 0, 1
+        elif row.kind == ROUND and data.get("canon_version") == canon_version:  # another round: fresh budget, top rung
             history.blocked, history.attempts, history.streak = None, 0, 0
+            history.round, history.rung = int(data["round"]), int(data["rung"])
     return history
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from build_loop.measure import Measurer
-from build_loop.sensors import Reading, better, regressions
+from build_loop.sensors import Reading, refusal, regressions
 from build_loop.turn import Turn
 from shared.contracts import trailers
 from shared.git import Entry, GitRepo
@@ -100,7 +100,7 @@ class Integrator:
         facts = {"integrated_on": main, "remeasured_on_main": where, "main_failing_before": before.failing,
                  "main_failing_after": after.failing}
         broke = regressions(before, after)
-        if broke or not better(before, after):
+        if refusal(before, after, unseen=turn.item.held_back):  # held-back tests: only plan sees their progress
             self.code.rollback(main)
             why = (f"{len(broke)} check(s) green on main went red with it ({', '.join(broke[:5])})" if broke else
                    f"no progress on main: {len(after.failing)} failing after, {len(before.failing)} before")
@@ -120,7 +120,9 @@ def measure_onto(repo: GitRepo, measure: Measurer, turn: Turn, main: str, entrie
     before = measure.at_checkpoint(main, turn.sensors, turn.canon_dir, scratch, turn.project)
     trial, _ = repo.commit_entries(main, entries, "a trial on main", {}, role="build")
     repo.check_out(trial)
-    return before, measure.read(turn.sensors, turn.canon_dir, scratch, turn.project)
+    settled = measure.settle(turn, measure.read(turn.sensors, turn.canon_dir, scratch, turn.project), before=before,
+                             scratch=scratch)  # a check that flips on main's trial tree judges nothing there either
+    return settled.before, settled.after
 
 
 def publish_keep(code: GitRepo, journal: Journal, turn: Turn, parent: str, entries: dict[str, Entry | None],

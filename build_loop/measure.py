@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from build_loop.flakes import Settled, settle
 from build_loop.sensors import Reading, Sensor, read_sensors
 from build_loop.turn import Turn
 from canon.model import Canon
@@ -106,6 +107,17 @@ class Measurer:
 
         return read_sensors(sensors, self.tree, self.env(canon_dir, scratch, project), scratch, wrap, self.limits,
                             self.cancel)
+
+    def settle(self, turn: Turn, after: Reading, *, before: Reading | None = None,
+               scratch: Path | None = None) -> Settled:
+        """A reading of the tree as it stands against `before` (the turn's checkpoint's unless given), with the checks
+        that flip on this same tree found and taken out (build.flake_reruns more readings of exactly the flipped checks:
+        build_loop/flakes.py)."""
+        before = before or turn.before
+        if self.cancel.is_set():
+            return Settled(before, after)
+        return settle(lambda chosen: self.read(chosen, turn.canon_dir, scratch or turn.scratch, turn.project),
+                      turn.sensors, before, after, self.ws.config.build.flake_reruns)
 
     def for_change(self, code: GitRepo, turn: Turn, entries: dict[str, Entry | None]) -> ChangeSetup:
         """What a turn's change is measured with, or why it is not measured at all: the tamper scan first, then the

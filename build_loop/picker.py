@@ -10,7 +10,7 @@ from canon.scope import may_overlap
 from canon.store import CanonStore
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
-from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
+from shared.contracts.blocks import ROUND, UNBLOCK_HINT, current_blocks, explain, has_rounds_left
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import GitRepo
 from shared.journal import Journal
@@ -60,20 +60,46 @@ def done_items(journal: Journal, code: GitRepo, plan: FixPlan) -> set[str]:
 
 
 def ready_items(ws: Workspace, journal: Journal, code: GitRepo, plan: FixPlan, in_flight: tuple[Item, ...]) -> list[Item]:
-    """What parallel workers may start now, most important first (see ranked)."""
-    blocked = set(current_blocks(journal, plan.canon_version))
-    return ranked(plan, done=done_items(journal, code, plan), blocked=blocked, first_seen=_first_seen(ws),
-                  in_flight=in_flight)
+    """What parallel workers may start now, most important first (see ranked); when nothing is, and nothing is in
+    flight, a blocked item's next round."""
+    blocks = current_blocks(journal, plan.canon_version)
+    done, first_seen = done_items(journal, code, plan), _first_seen(ws)
+    ready = ranked(plan, done=done, blocked=set(blocks), first_seen=first_seen, in_flight=in_flight)
+    if ready or in_flight:
+        return ready
+    again = next_round(ws, journal, plan, done, blocks, first_seen)
+    return [again] if again is not None else []
 
 
 def next_item(ws: Workspace, journal: Journal, code: GitRepo, plan: FixPlan) -> tuple[Item | None, str]:
     """The item to work on, or None and why there is none (naming each blocked item and how to unblock it)."""
     blocks = current_blocks(journal, plan.canon_version)
-    done = done_items(journal, code, plan)
-    item = pick(plan, done=done, blocked=set(blocks), first_seen=_first_seen(ws))
+    done, first_seen = done_items(journal, code, plan), _first_seen(ws)
+    item = pick(plan, done=done, blocked=set(blocks), first_seen=first_seen)
+    if item is None:
+        item = next_round(ws, journal, plan, done, blocks, first_seen)
     if item is not None:
         return item, ""
     return None, why_nothing(plan, done, blocks)
+
+
+def next_round(ws: Workspace, journal: Journal, plan: FixPlan, done: set[str], blocks: dict[str, Any],
+               first_seen: dict[str, int]) -> Item | None:
+    """Nothing else is ready: the most important blocked item with rounds left starts its next round (journaled: a
+    fresh attempt budget, the ladder's top rung), or None. Its failure history stays: the prompt shows it."""
+    again = {item_id for item_id, block in blocks.items() if has_rounds_left(block)}
+    if not again:
+        return None
+    candidates = [item for item in ranked(plan, done=done, blocked=set(blocks) - again, first_seen=first_seen)
+                  if item.id in again]
+    if not candidates:
+        return None
+    item, block = candidates[0], blocks[candidates[0].id]
+    top = len(ws.config.build.rungs) - 1
+    journal.append(ROUND, {"item": item.id, "canon_version": plan.canon_version, "round": int(block.get("round") or 1) + 1,
+                           "rounds": int(block.get("rounds") or 1), "rung": top,
+                           "by": "build: nothing else was ready"})
+    return item
 
 
 def why_nothing(plan: FixPlan, done: set[str], blocks: dict[str, Any]) -> str:

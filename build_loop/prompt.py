@@ -4,13 +4,16 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
 from shared.isolation.policy import sandbox_argv
 from shared.process import Limits, Request, run
 from shared.workspace import Workspace
+
+if TYPE_CHECKING:
+    from build_loop.turn import Turn
 
 TEMPLATE_NAME = "prompt.md.j2"
 
@@ -50,6 +53,16 @@ def render(ws: Workspace, **values: Any) -> str:
 
         where = f"{getattr(exc, 'filename', None) or TEMPLATE_NAME}:{getattr(exc, 'lineno', '?')}"
         raise ConfigError(f"{where}: the prompt template does not render: {exc}") from None
+
+
+def turn_prompt(ws: Workspace, turn: Turn, context: list[dict[str, str]]) -> str:
+    """One turn's prompt: the item, its slice of canon, the sensors' reading at the checkpoint, and its failure history
+    (in a later round, more of it: build.rounds)."""
+    history = turn.history
+    return render(ws, item=turn.item, canon_version=turn.canon.version, iteration=turn.n,
+                  canon_slice=turn.canon.slice(turn.item.requirements), round=history.round,
+                  rounds=ws.config.build.rounds, negative_knowledge=history.negative[-(5 if history.round == 1 else 12):],
+                  feedback=turn.before.excerpts, context=context)
 
 
 def context_outputs(ws: Workspace, scratch: Path, limits: Limits, *, reap_orphans: bool,

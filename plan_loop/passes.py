@@ -34,6 +34,7 @@ from shared.conformance import VOID_PREFIX
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
 from shared.contracts.fix_plan import FixPlan, Item
+from shared.contracts.flakes import flaky_checks
 from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError, WorkspaceError
 from shared.isolation.policy import sandbox_flags
@@ -61,6 +62,7 @@ class PassReport:
     plan_agent: str = ""  # who was asked, or ""
     measured: int = 0  # requirements with a check or a conformance test
     requirements: int = 0
+    flaky: tuple[str, ...] = ()  # checks build saw flip on one tree: a canon problem
 
     def describe(self, reason: str = "") -> str:
         """The pass in one line (with why it ran, when given), then one line per rejected plan-agent answer."""
@@ -79,6 +81,8 @@ class PassReport:
                 + (f"; MEASUREMENT VOID for {', '.join(self.void)}: the code under test interfered with the test "
                    "runner (its canary test passed, or never reported; fix_plan's evidence says which)" if self.void else "")
                 + (f" [{reason}]" if reason else "")
+                + (f"\n  FLAKY (a canon problem: every verdict on them is weaker; make them deterministic with spec-loop "
+                   f"edit): {', '.join(self.flaky)}" if self.flaky else "")
                 + "".join(f"\n  PLAN AGENT ANSWER REJECTED ({self.plan_agent}): {rejection}"
                           for rejection in self.agent_rejections))
 
@@ -214,6 +218,7 @@ class PlanService:
             raise WorkspaceError("canon has no version yet; add requirements with 'spec-loop add' or 'spec-loop edit'")
         with self.journal.step("pass", {"canon_version": canon.version, "code_commit": code_commit, "fresh": fresh}) as out:
             unmeasured = sorted(r.id for r in canon.requirements.values() if not r.measured)
+            flaky = flaky_checks(self.ws, canon.version)
             m = self._measure(canon, code_commit, fresh, agent, unmeasured)
             results, code_files, agent_items, rejections, unmeasured, export_error = (
                 m.results, m.code_files, m.agent_items, m.rejections, m.unmeasured, m.export_error)
@@ -237,7 +242,7 @@ class PlanService:
             report = PassReport(seq, number, canon.version, code_commit, len(items),
                                 tuple(sorted(open_ids)), len(results) - memoized, memoized, certified, fresh,
                                 tuple(unmeasured), tuple(still_open), export_error, void, tuple(rejections),
-                                plan.plan_agent, measured, len(canon.requirements))
+                                plan.plan_agent, measured, len(canon.requirements), tuple(flaky))
             self.journal.append("pass", {
                 "started_seq": seq, "number": number, "canon_version": canon.version, "canon_commit": canon.commit,
                 "code_commit": code_commit, "residual": len(items), "items": sorted(open_ids),
@@ -246,11 +251,12 @@ class PlanService:
                 "unmeasured": unmeasured, "believed_done_still_open": still_open,
                 "closed_without_claim": closed_unclaimed, "agent_rejections": rejections, "void": list(void),
                 "plan_agent": {"label": agent.label, "identity": agent.identity} if agent else None,
-                "export": m.export, "held_back": held_back_record(results),
+                "export": m.export, "held_back": held_back_record(results), "flaky": flaky,
             })
             if certified:
                 self.journal.append("certificate", {"canon_version": canon.version, "canon_commit": canon.commit,
                                                     "code_commit": code_commit, "pass_seq": seq, "measured": measured,
+                                                    "flaky": flaky,
                                                     "requirements": len(canon.requirements)})
             out.update(outcome="written", residual=len(items))
             return report

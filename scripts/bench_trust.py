@@ -2,6 +2,7 @@
 
     python scripts/bench_trust.py [--rates 0.1,0.3,0.5] [--seeds 6] [--max-turns 40]
     python scripts/bench_trust.py --cheats early-exit,patched-runner,planted-config --seeds 20
+    python scripts/bench_trust.py --rounds 1,2,3 --rates 0.5 --seeds 20   (blocked items' rounds: scripts/_rounds.py)
 
 
   ralph   a plain Ralph loop: each task's prompt is re-run until the agent prints its completion
@@ -213,7 +214,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--max-turns", type=int, default=40)
     parser.add_argument("--cheats", default="", help="comma-separated: early-exit, patched-runner, planted-config")
+    parser.add_argument("--rounds", nargs="?", const="1,2", default="",
+                        help="build.rounds values side by side, default 1,2 (scripts/_rounds.py)")
     args = parser.parse_args()
+    if args.rounds:
+        from scripts._rounds import bench, table
+
+        counts = tuple(int(count) for count in args.rounds.split(","))
+        found = [run for rate in args.rates.split(",")
+                 for run in bench(float(rate), args.seeds, args.max_turns * 2, counts=counts)]
+        print(table(found))
+        return
     runs: list[Run] = []
     cheats = [c for c in args.cheats.split(",") if c]
     rates = [CHEAT_RATE] if cheats else [float(r) for r in args.rates.split(",")]

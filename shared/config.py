@@ -78,7 +78,13 @@ class BuildConfig(Model):
     agent: str = Field("sim", description="the agent preset of the first ladder rung when ladder is empty")
     ladder: tuple[str, ...] = Field((), description="agent presets to climb on stalls, cheapest first")
     turn_timeout: float = Field(600.0, gt=0, description="wall-clock seconds for one agent turn")
-    max_attempts: int = Field(4, ge=1, description="attempts on one item before it is blocked")
+    max_attempts: int = Field(4, ge=1, description="attempts on one item in one round before it is blocked")
+    rounds: int = Field(2, ge=1, description="rounds an item gets before it waits for a person: when nothing else is "
+                        "ready, a blocked item gets another round (a fresh attempt budget, the ladder's top rung, its "
+                        "failure history in the prompt); 1: blocked items wait for a person at once")
+    flake_reruns: int = Field(2, ge=0, description="when a check flips after a turn (green to red or red to green), how "
+                              "many more times exactly those checks run on the same tree: one that reads both ways is "
+                              "flaky, neither a regression nor progress; 0: no reruns")
     workers: int = Field(1, ge=1, le=32, description="items worked at once, each in its own work tree (a lane) from "
                          "the same base commit; one integrator re-measures each kept change on main before committing it")
     stall_patience: int = Field(2, ge=1, description="iterations without progress on an item before climbing a rung")

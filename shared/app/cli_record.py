@@ -109,7 +109,9 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
         segment = read_history(ws).current_segment()
         values = [float(p.residual) for p in segment]
         diagnosis = diagnose_segment(segment)
-        blocked = build_counts(ws, CanonStore(ws.canon).version())["blocked_ids"]
+        counts = build_counts(ws, CanonStore(ws.canon).version())
+        blocked = counts["waiting_for_person"]
+        between = sorted(set(counts["blocked_ids"]) - set(blocked))  # blocked with rounds left (build.rounds)
     out: dict[str, Any] = {**diagnosis.as_json(), "series": values, "blocked": blocked}
     if as_json:
         click.echo(json.dumps(out, indent=2))
@@ -123,6 +125,9 @@ def monitor(workspace: Path, series: Path | None, as_json: bool) -> None:
         if blocked:  # the residual cannot reach zero without them: the fit's estimate does not hold
             click.echo(f"{len(blocked)} item(s) BLOCKED, waiting for a person ({', '.join(blocked)}): no pass goes lower "
                        "until they are unblocked (build-loop unblock ITEM) or their requirement changes")
+        if between:
+            click.echo(f"{len(between)} item(s) blocked in an earlier round ({', '.join(between)}): each gets another "
+                       "round when nothing else is ready")
 
 
 @click.command()

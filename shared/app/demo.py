@@ -64,7 +64,7 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
     info = status(ws)
     plot_path = ws.root / "convergence.png"
     history = read_history(ws)
-    draw(history, plot_path, simulated=True, unmeasured=len(info["unmeasured"]), blocked=info["build"]["blocked_ids"])
+    draw(history, plot_path, simulated=True, unmeasured=len(info["unmeasured"]), blocked=info["build"]["waiting_for_person"])
     build = info["build"]
     elapsed = time.monotonic() - started
     lines = [
@@ -93,7 +93,8 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
 def _all_blocked(info: dict[str, Any]) -> bool:
     """Every open item of a current fix_plan is blocked: build will start no turn until a person acts."""
     plan = info["fix_plan"]
-    return bool(plan and plan["current"] and plan["items"] and set(plan["items"]) <= set(info["build"]["blocked_ids"]))
+    return bool(plan and plan["current"] and plan["items"]
+                and set(plan["items"]) <= set(info["build"]["waiting_for_person"]))  # no round left to any of them
 
 
 def _progress(ws: Workspace, shown_passes: int, shown_build: int, echo: Callable[[str], None]) -> tuple[int, int]:

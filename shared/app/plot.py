@@ -18,7 +18,7 @@ from shared.workspace import ROLES, Workspace
 def draw_workspace(ws: Workspace, output: Path) -> Diagnosis:
     info = status(ws)
     return draw(read_history(ws), output, simulated=info["agent"].startswith("SIMULATED"), unmeasured=len(info["unmeasured"]),
-                blocked=info["build"]["blocked_ids"])
+                blocked=info["build"]["waiting_for_person"])
 
 
 def watch_and_draw(ws: Workspace, output: Path, echo: Callable[[str], None]) -> None:

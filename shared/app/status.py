@@ -7,7 +7,8 @@ from canon.store import CanonStore
 from shared.app import supervisor
 from shared.contracts import current_turn
 from shared.contracts import fix_plan as fix_plan_file
-from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
+from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain, has_rounds_left
+from shared.contracts.flakes import flaky_checks
 from shared.environment import describe_cached
 from shared.errors import BanachError
 from shared.isolation.policy import reach_line
@@ -21,7 +22,7 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0,
               "ladder_climbs": 0, "blocked": 0, "scope_fighting": 0, "last_agent": "", "agent_failed": 0, "last_failure": None,
               "rate_limited": 0, "model": {"calls": 0, "tokens": 0, "cost_usd": 0.0, "priced": True},
-              "run": None, "blocked_items": [], "blocked_ids": []}
+              "run": None, "blocked_items": [], "blocked_ids": [], "waiting_for_person": []}
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
         return counts
@@ -69,6 +70,7 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts["blocked"] = len(blocks)
     counts["blocked_items"] = [explain(item, block) for item, block in sorted(blocks.items())]
     counts["blocked_ids"] = sorted(blocks)
+    counts["waiting_for_person"] = sorted(item for item, block in blocks.items() if not has_rounds_left(block))
     return counts
 
 
@@ -124,6 +126,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "monitor": diagnosis.as_json(),
         "unmeasured": list(plan.unmeasured) if plan else [],
         "evidence": _evidence(plan, canon_store),
+        "flaky": flaky_checks(ws, canon_version),
         "fix_plan": None if plan is None else {
             "pass": _pass_number(ws, plan), "pass_seq": plan.pass_seq, "created": plan.created,
             "canon_version": plan.canon_version,
@@ -228,6 +231,9 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"PLAN AGENT  answer rejected ({plan['plan_agent']}): {rejection}")
     if info["unmeasured"]:
         lines.append(f"unmeasured  {', '.join(info['unmeasured'])} (no check: the metric is blind there)")
+    if info["flaky"]:
+        lines.append(f"FLAKY       {', '.join(info['flaky'])}: read both ways on one tree, so build leaves them out of "
+                     "its decisions; a canon problem (make them deterministic with spec-loop edit)")
     evidence = info["evidence"]
     if evidence["held_back_requirements"]:
         hidden = "no agent sees" if info["isolation"]["backend"] != "none" else "NOTHING HIDES (isolation none)"

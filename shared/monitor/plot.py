@@ -27,6 +27,8 @@ EVENT_STYLE = {  # kind: (marker, colour, legend label); a turn's decision, or s
     "stall": ("o", "#bbbbbb", "stall (turn changed nothing)"),
     "climb": ("^", "#9467bd", "ladder climb"),
     "blocked": ("x", "#8c564b", "item blocked"),
+    "round": (">", "#17becf", "blocked item's next round"),
+    "flaky": ("h", "#e377c2", "a check flipped on one tree (flaky, left out)"),
     "interrupted": ("d", "#7f7f7f", "interrupted"),
     "agent_failed": ("s", "#ff7f0e", "agent failed to run"),
 }
@@ -222,7 +224,7 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
     for kind, (marker, color, label) in EVENT_STYLE.items():
         of_kind = [m for m in marks if m.kind == kind]
         if of_kind:
-            stands_out = kind in ("blocked", "agent_failed")  # the marks a person must act on stay large, on top
+            stands_out = kind in ("blocked", "agent_failed", "round")  # the marks a person must act on stay large, on top
             ax.plot([m.x for m in of_kind], [m.residual for m in of_kind], marker, color=color,
                     ms=10 if stands_out else size, mew=2.2 if kind == "blocked" else 1.0, ls="none",
                     alpha=0.95 if stands_out else 0.75, zorder=4 if stands_out else 2, label=label, gid=f"event:{kind}")

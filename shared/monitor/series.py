@@ -97,10 +97,13 @@ def read_history(ws: Workspace) -> History:
                 decision = row.data.get("decision", "")
                 if decision in ("rollback", "keep", "stall", "interrupted", "agent_failed"):
                     events.append((row.ts, decision))
+                if row.data.get("flaky"):  # a check flipped on one tree: measured again, and left out (flakes.py)
+                    events.append((row.ts, "flaky"))
                 if row.data.get("reverted") or row.data.get("hostile"):  # the fence's scope.fighting, on this turn
                     events.append((row.ts, "reverted"))
             events += [(row.ts, "climb") for row in build.rows("ladder.climb")]
             events += [(row.ts, "blocked") for row in build.rows("item.blocked")]
+            events += [(row.ts, "round") for row in build.rows("item.round")]
     spec = Journal.reader(ws.journal_path("spec"))
     if spec is not None:
         with spec:
