@@ -218,7 +218,7 @@ class PlanService:
             raise WorkspaceError("canon has no version yet; add requirements with 'spec-loop add' or 'spec-loop edit'")
         with self.journal.step("pass", {"canon_version": canon.version, "code_commit": code_commit, "fresh": fresh}) as out:
             unmeasured = sorted(r.id for r in canon.requirements.values() if not r.measured)
-            flaky = flaky_checks(self.ws, canon.version)
+            flaky = flaky_checks(self.ws.journal_path("build"), canon.version)
             m = self._measure(canon, code_commit, fresh, agent, unmeasured)
             results, code_files, agent_items, rejections, unmeasured, export_error = (
                 m.results, m.code_files, m.agent_items, m.rejections, m.unmeasured, m.export_error)

@@ -126,7 +126,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "monitor": diagnosis.as_json(),
         "unmeasured": list(plan.unmeasured) if plan else [],
         "evidence": _evidence(plan, canon_store),
-        "flaky": flaky_checks(ws, canon_version),
+        "flaky": flaky_checks(ws.journal_path("build"), canon_version),
         "fix_plan": None if plan is None else {
             "pass": _pass_number(ws, plan), "pass_seq": plan.pass_seq, "created": plan.created,
             "canon_version": plan.canon_version,

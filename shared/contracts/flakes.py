@@ -3,13 +3,14 @@ check -> what it read, after the turn and on each rerun of the same tree); plan,
 A flaky conformance test is a canon problem: it makes every verdict on its requirement weaker."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from shared.journal import Journal
-from shared.workspace import Workspace
 
 
-def flaky_checks(ws: Workspace, canon_version: int) -> list[str]:
+def flaky_checks(build_journal: Path, canon_version: int) -> list[str]:
     """The checks build saw flip on one tree under this canon version, oldest first."""
-    journal = Journal.reader(ws.journal_path("build"))
+    journal = Journal.reader(build_journal)
     if journal is None:
         return []
     with journal:

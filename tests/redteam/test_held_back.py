@@ -65,6 +65,7 @@ def mathkit(tmp: Path, *, held_back: bool, backend: str, allows: bool = False) -
     ws = init_workspace(tmp / "ws", example=False)
     text = ws.config_file.read_text().replace('backend = "landlock"', f'backend = "{backend}"')
     text = agents_readable(text.replace('agent = "sim"', 'agent = "scripted"'))
+    text = text.replace("[build]\n", "[build]\nrounds = 1\n", 1)  # blocked for a person after one round of attempts
     ws.config_file.write_text(text + f'\n[agents.scripted]\npreset = "command"\n'
                                      f'command = "{sys.executable} {HOSTILE / "lookup_table.py"}"\n')
     extra = "held_back: tests/test_digits_beyond.py\n" if held_back else ""

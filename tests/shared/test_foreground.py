@@ -75,7 +75,7 @@ def test_a_turn_budget_stops_it_and_says_which_and_what_is_left(tmp_path: Path) 
 
 def test_blocked_items_stop_it_naming_them_and_how_to_unblock(tmp_path: Path) -> None:
     ws = custom(tmp_path, stall_canon(8, leave_out=range(1, 7)), "partial.py", config="")
-    text = ws.config_file.read_text().replace('agent = "scripted"', 'agent = "scripted"\nmax_attempts = 1')
+    text = ws.config_file.read_text().replace('agent = "scripted"', 'agent = "scripted"\nmax_attempts = 1\nrounds = 1')
     ws.config_file.write_text(text)
     result = run(ws)
     assert result.returncode == 1, result.stdout + result.stderr
