@@ -3,19 +3,16 @@
 After a turn, every check whose outcome differs from the checkpoint's (green to red, or red to green) is measured
 again on the same tree, build.flake_reruns times, before the governor decides: a conformance sensor reruns exactly
 those tests, any other sensor runs whole. A check that reads both ways on the one tree is flaky. It is taken out of
-both readings for this decision (the ratchet and progress judge the rest), journaled (`test.flaky`), named in
-`banach status` and the plot, and listed by plan as a canon problem to fix.
+both readings for this decision (the ratchet and progress judge the rest), recorded with the turn (`iteration.ended`,
+key `flaky`), named in `banach status` and the plot, and listed by plan as a canon problem to fix.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from build_loop.sensors import Reading, Sensor
-
-FLAKY = "test.flaky"
+from build_loop.sensors import Reading, Sensor, failing_digest
 
 
 @dataclass(frozen=True)
@@ -49,8 +46,8 @@ def again(sensors: list[Sensor], identities: list[str]) -> list[Sensor]:
 def without(reading: Reading, identities: set[str]) -> Reading:
     results = {identity: green for identity, green in reading.results.items() if identity not in identities}
     failing = sorted(identity for identity, green in results.items() if not green)
-    digest = hashlib.sha256("\n".join(failing).encode()).hexdigest()[:16] if failing else ""
-    return Reading(results, reading.score, digest, reading.excerpts, reading.timed_out)
+    timeouts = [f"{name}:timeout" for name in reading.timed_out]
+    return Reading(results, reading.score, failing_digest(failing, timeouts), reading.excerpts, reading.timed_out)
 
 
 def settle(read: Callable[[list[Sensor]], Reading], sensors: list[Sensor], before: Reading, after: Reading,

@@ -169,9 +169,12 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
                 timed_out.append(sensor.name)
                 fingerprints.append(f"{sensor.name}:timeout")
     failing = sorted(identity for identity, green in results.items() if not green)
-    fingerprints += failing
-    digest = hashlib.sha256("\n".join(sorted(fingerprints)).encode()).hexdigest()[:16] if failing else ""
-    return Reading(results, score, digest, excerpts, tuple(timed_out))
+    return Reading(results, score, failing_digest(failing, fingerprints), excerpts, tuple(timed_out))
+
+
+def failing_digest(failing: list[str], timeouts: list[str]) -> str:
+    """A reading's fingerprint: its failing checks and which sensors timed out ("" when nothing fails)."""
+    return hashlib.sha256("\n".join(sorted([*timeouts, *failing])).encode()).hexdigest()[:16] if failing else ""
 
 
 def regressions(before: Reading, after: Reading) -> list[str]:

@@ -9,14 +9,11 @@ read canon whole.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
+from canon.parser import FIELD, LIST_ITEM
 from canon.store import HELD_BACK_DIR, REQUIREMENTS_DIR
 from shared.git import GitRepo
-
-_FIELD = re.compile(r"^held_back:\s*(?P<value>.*?)\s*$")
-_LIST_ITEM = re.compile(r"^\s+-\s+")
 
 
 def without_held_back(text: str) -> str:
@@ -25,11 +22,11 @@ def without_held_back(text: str) -> str:
     kept: list[str] = []
     in_list = False
     for line in text.splitlines(keepends=True):
-        if in_list and _LIST_ITEM.match(line):
+        if in_list and LIST_ITEM.match(line.rstrip("\n")):
             continue
         in_list = False
-        match = _FIELD.match(line.rstrip("\n"))
-        if match:
+        match = FIELD.match(line.rstrip("\n"))
+        if match and match["key"] == "held_back":
             in_list = not match["value"]
             continue
         kept.append(line)
