@@ -139,7 +139,8 @@ def test_an_item_budget_blocks_the_item_before_another_turn(measured_landlock: W
     with ModelServer(Script.of(Write({ITEM_FILE: "broken"}), root=str(ws.code), api_key=CANARY)) as server:
         configure(ws, server, gateway="max_item_tokens = 100")
         first = once(ws)
-        assert first["decision"] == "rollback", first
+        # The halt kills the agent as soon as the first answer is counted: whether its write landed first is a race.
+        assert first["decision"] in ("stall", "rollback") and "item token budget" in first["budget_stop"], first
         second = cli("build-loop", "once", "--workspace", str(ws.root), env={"SCRIPTED_PROVIDER_KEY": CANARY})
     assert f"{first['item']}: blocked: the item token budget at the gateway is spent" in second.stdout, second.stdout
     status = cli("banach", "status", "--workspace", str(ws.root)).stdout
