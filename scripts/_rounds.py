@@ -4,7 +4,8 @@ Six requirements (ST-1 .. ST-6, each "fileN.txt holds done"), a SIMULATED agent 
 probability p (tests/helpers/agents/coin_flip.py, seeded by the run and the iteration), a one-rung ladder,
 build.max_attempts = 4, driven through the CLIs as a user would: `spec-loop add`, then `banach run --until-certified`.
 The same seeds run with build.rounds = 1 (blocked items wait for a person at once: the old behaviour) and with
-build.rounds = 2. After each run a held-out judge reads the code's files: a certificate on code it rejects is false.
+build.rounds = 2 and 3 (3 is the default). After each run a held-out judge reads the code's files: a certificate on
+code it rejects is false.
 """
 from __future__ import annotations
 

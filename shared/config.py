@@ -79,7 +79,7 @@ class BuildConfig(Model):
     ladder: tuple[str, ...] = Field((), description="agent presets to climb on stalls, cheapest first")
     turn_timeout: float = Field(600.0, gt=0, description="wall-clock seconds for one agent turn")
     max_attempts: int = Field(4, ge=1, description="attempts on one item in one round before it is blocked")
-    rounds: int = Field(2, ge=1, description="rounds an item gets before it waits for a person: when nothing else is "
+    rounds: int = Field(3, ge=1, description="rounds an item gets before it waits for a person: when nothing else is "
                         "ready, a blocked item gets another round (a fresh attempt budget, the ladder's top rung, its "
                         "failure history in the prompt); 1: blocked items wait for a person at once")
     flake_reruns: int = Field(2, ge=0, description="when a check flips after a turn (green to red or red to green), how "

@@ -188,7 +188,7 @@ def test_a_blocked_item_is_named_with_its_reason_and_can_be_unblocked(measured: 
     once(measured, "no_change.py")
     blocked_item = last_iteration(measured)["item"]
     shown = cli("banach", "status", "--workspace", str(measured.root)).stdout
-    assert (f"BLOCKED     {blocked_item}: blocked after 1 attempts (round 1 of 2: another round when nothing else is "
+    assert (f"BLOCKED     {blocked_item}: blocked after 1 attempts (round 1 of 3: another round when nothing else is "
             "ready): the turn left no change in scope") in shown
     assert "see build-loop report 1" in shown and "build-loop unblock ITEM" in shown
     wrong = cli("build-loop", "unblock", "TK-9.nothing", "--workspace", str(measured.root))

@@ -32,6 +32,6 @@ def test_blocked_items_are_named_with_their_evidence_and_what_to_do(measured: Wo
     failed = once(measured, "--agent-command", agent("no_change.py"))
     assert failed["decision"] == "stall" and failed["commit"] is None
     assert [block["item"] for block in failed["blocked"]] == [failed["item"]]  # one attempt was its whole budget
-    assert failed["blocked"][0]["explanation"].startswith(f"{failed['item']}: blocked after 1 attempts (round 1 of 2")
+    assert failed["blocked"][0]["explanation"].startswith(f"{failed['item']}: blocked after 1 attempts (round 1 of 3")
     assert "see build-loop report 1" in failed["blocked"][0]["explanation"]
     assert "build-loop unblock" in failed["unblock_hint"]
