@@ -231,6 +231,7 @@ class Governor:
             return self._failed(turn, "rollback", f"capped: {capped}; the whole turn was rolled back", changed=[],
                                 feedback=turn.before.excerpts)
         entries = snapshot(self.code, fenced.kept)
+        turn.facts["left"] = {path: entry.blob if entry else None for path, entry in entries.items()}  # for its diff
         if not entries:
             return self._no_change(turn)
         setup = self.measure.for_change(self.code, turn, entries)  # the tamper scan, and the change's environment

@@ -8,6 +8,10 @@ Each goes into ${XDG_CACHE_HOME:-~/.cache}/banach/clis/<name>-<version>/ (BANACH
 parent folder): npm packages with `npm install --prefix` there, PyPI ones into a virtualenv there. A CLI whose
 folder is complete is skipped; one is built in a sibling temporary folder and renamed into place, so an
 interrupted install leaves nothing that looks installed. Prints install time and size per CLI.
+
+With no names it also installs the browser the dashboard's tests drive: Debian's chromium (apt-get, as root), which
+Playwright for Python is pointed at; Playwright's own browser download is never used. Without root or apt-get it
+says so, and those tests skip with that reason.
 """
 from __future__ import annotations
 
@@ -110,6 +114,25 @@ def install(pin: Pin, cache: Path) -> tuple[Path, float, int, bool]:
     return pin.executable(cache), time.monotonic() - started, _size(folder), True
 
 
+def install_browser() -> None:
+    if shutil.which("chromium"):
+        print(f"chromium  already installed: {shutil.which('chromium')}")
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        print("chromium  not installed: needs root and apt-get (apt-get install chromium); the browser tests skip")
+        return
+    started = time.monotonic()
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]
+    if subprocess.run(install, env=env, capture_output=True).returncode != 0:  # no package lists yet: fetch them
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
+        ran = subprocess.run(install, env=env, capture_output=True, text=True)
+        if ran.returncode != 0:
+            print(f"chromium  FAILED (the browser tests skip): {ran.stderr.strip()[-500:]}", file=sys.stderr)
+            return
+    print(f"chromium  installed in {time.monotonic() - started:.1f} s: {shutil.which('chromium')}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="CLIs to install (default: all in pins.toml)")
@@ -135,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         how = f"installed in {seconds:.1f} s" if fresh else "already installed"
         print(f"{name:9} {how}, {size / 2**20:.0f} MiB: {executable}", flush=True)
+    if not args.names and not args.list:
+        install_browser()
     if failed:
         print(f"failed: {', '.join(failed)} (see the npm or pip output above)", file=sys.stderr)
         return 1

@@ -250,6 +250,13 @@ class EnvConfig(Model):
                           "always the commit's code, first on sys.path")
 
 
+class ServeConfig(Model):
+    enabled: bool = Field(False, description="banach up starts the dashboard (banach serve) as a fourth program")
+    host: str = Field("127.0.0.1", description="the address the dashboard listens on; keep it on loopback unless a "
+                      "proxy with TLS stands in front of it")
+    port: int = Field(8765, ge=0, le=65535, description="the dashboard's port; 0 takes any free one")
+
+
 class Config(Model):
     paths: PathsConfig = PathsConfig()
     isolation: IsolationConfig = IsolationConfig()
@@ -263,6 +270,7 @@ class Config(Model):
     gateway: GatewayConfig = GatewayConfig()
     cluster: ClusterConfig = ClusterConfig()
     env: EnvConfig = EnvConfig()
+    serve: ServeConfig = ServeConfig()
 
     @model_validator(mode="after")
     def _providers_exist(self) -> Config:

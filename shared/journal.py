@@ -265,6 +265,17 @@ class Journal:
         except sqlite3.Error as exc:
             raise _wrap(exc, self.path, "read rows") from None
 
+    def page(self, kind: str, *, limit: int, offset: int = 0, contains: str = "") -> tuple[list[Row], int]:
+        """Rows of one kind, newest first, `limit` from `offset`, whose data holds `contains`; and how many match."""
+        where, args = "kind = ? AND instr(lower(data), lower(?)) > 0", [kind, contains]
+        try:
+            total = int(self.db.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE {where}", args).fetchone()[0])
+            cursor = self.db.execute(f"SELECT {self._columns()} FROM {TABLE} WHERE {where} ORDER BY seq DESC "
+                                     "LIMIT ? OFFSET ?", [*args, limit, offset])
+            return [_row(values) for values in cursor.fetchall()], total
+        except sqlite3.Error as exc:
+            raise _wrap(exc, self.path, "read a page of rows") from None
+
     def count(self, kind: str) -> int:
         return int(self.db.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE kind = ?", [kind]).fetchone()[0])
 

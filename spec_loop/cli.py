@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -13,6 +14,7 @@ from shared.workspace import Workspace
 from spec_loop.checks import check_canon
 from spec_loop.draft import Draft, target_for
 from spec_loop.edit import edit as edit_session
+from spec_loop.edit import edit_text
 from spec_loop.intake import take_inbox
 from spec_loop.run import serve_inbox
 from spec_loop.service import SpecService
@@ -92,16 +94,24 @@ def run(workspace: Path) -> None:
 @cli.command()
 @workspace_option
 @click.argument("document", required=False)
-def edit(workspace: Path, document: str | None) -> None:
+@click.option("--text-from", type=click.File("r", encoding="utf-8"), default=None, metavar="FILE",
+              help="take the document's new text from FILE ('-': standard input) instead of an editor; the same "
+                   "checks, exit 1 if refused (the dashboard saves a document this way)")
+def edit(workspace: Path, document: str | None, text_from: TextIO | None) -> None:
     """Open $EDITOR on a copy of a canon DOCUMENT (or a new one); commit it only once it is valid.
 
     DOCUMENT is a canon path such as requirements/text.md, or a file name such as text.md.
 
-    Example: EDITOR=nano spec-loop edit text.md
+    Example: EDITOR=nano spec-loop edit text.md   (or: spec-loop edit text.md --text-from new.md)
     """
     service = _service(workspace)
-    decision = edit_session(service, document, echo=click.echo,
-                            reopen=lambda: click.confirm("Re-open the editor with your text?", default=True))
+    if text_from is not None:
+        if document is None:
+            raise click.UsageError("--text-from needs the DOCUMENT it replaces, such as requirements/text.md")
+        decision = edit_text(service, document, text_from.read(), echo=click.echo)
+    else:
+        decision = edit_session(service, document, echo=click.echo,
+                                reopen=lambda: click.confirm("Re-open the editor with your text?", default=True))
     if decision is not None and not decision.accepted:
         raise click.exceptions.Exit(1)
 

@@ -51,6 +51,62 @@ def resolve_target(name: str | None) -> str:
     return target
 
 
+def _starting_text(service: SpecService, target: str) -> tuple[str | None, str]:
+    """(what canon holds at target, or None; the text an edit starts from: that, or the template for a new one)."""
+    current = stored_text(service.store, target)
+    if current is not None:
+        return current, current
+    area = Path(target).stem.replace("draft-", "area")
+    template = TEMPLATE.format(area=area, area_id=area.upper()[:4].strip("-") or "REQ") if target.endswith(".md") else ""
+    return None, template
+
+
+def _unchanged_or_placeholder(service: SpecService, target: str, text: str, original: str) -> str:
+    """Why this text is not a change to submit ("" when it is one)."""
+    current = stored_text(service.store, target)
+    if text == (current if current is not None else original):
+        return (f"no change to {target}; canon stays at v{service.store.version()}" if current is not None else
+                f"the template for {target} was saved as it came; nothing was added, canon stays at "
+                f"v{service.store.version()}")
+    left = [line for line in PLACEHOLDERS if line in text]
+    if left:
+        return (f"{target}: the template's placeholder is still there ({left[0]!r}); replace it with your requirement "
+                "(a heading that states what must hold, its fields, and prose a check can fail)")
+    return ""
+
+
+def _submit(service: SpecService, target: str, text: str, echo: Callable[[str], None]) -> Decision:
+    """The same decision every edit gets: parsed, validated, dry-run and reconciled, then one version or a refusal."""
+    current = stored_text(service.store, target)
+    with service.locked():
+        decision = service.decide(Draft(target, target, text.encode("utf-8")), source="edit")
+    for notice in service.notices:  # what the dry run of its new checks found
+        echo(notice)
+    service.notices.clear()
+    if decision.accepted:
+        diff = difflib.unified_diff((current or "").splitlines(keepends=True), text.splitlines(keepends=True),
+                                    f"a/{target}", f"b/{target}")
+        echo("".join(diff).rstrip())
+    echo(decision.describe())
+    return decision
+
+
+def edit_text(service: SpecService, name: str, text: str, *, echo: Callable[[str], None]) -> Decision | None:
+    """A document's new text given whole (by the dashboard, or `spec-loop edit DOC --text-from FILE`): no editor, the
+    same checks. None when it is no change; the Decision otherwise (refused or a new version)."""
+    target = resolve_target(name)
+    _, original = _starting_text(service, target)
+    why_not = _unchanged_or_placeholder(service, target, text, original)
+    if why_not:
+        if why_not.startswith(("no change", "the template")):
+            echo(why_not)
+            return None
+        refused = Decision((target,), False, service.store.version(), (why_not,))
+        echo(refused.describe())
+        return refused
+    return _submit(service, target, text, echo)
+
+
 def edit(
     service: SpecService,
     name: str | None,
@@ -59,10 +115,7 @@ def edit(
     echo: Callable[[str], None],
 ) -> Decision | None:
     target = resolve_target(name)
-    original = stored_text(service.store, target)
-    if original is None:
-        area = Path(target).stem.replace("draft-", "area")
-        original = TEMPLATE.format(area=area, area_id=area.upper()[:4].strip("-") or "REQ") if target.endswith(".md") else ""
+    _, original = _starting_text(service, target)
     work = service.ws.role_dir("spec") / "edit" / target
     work.parent.mkdir(parents=True, exist_ok=True)
     work.write_text(original, encoding="utf-8")
@@ -72,34 +125,21 @@ def edit(
             echo(f"the editor exited with {status}; canon is unchanged. Your text is in {service.ws.relative(work)}")
             return None
         text = work.read_text(encoding="utf-8", errors="replace")
-        current = stored_text(service.store, target)
-        if text == (current if current is not None else original):
-            echo(f"no change to {target}; canon stays at v{service.store.version()}" if current is not None else
-                 f"the template for {target} was saved as it came; nothing was added, canon stays at "
-                 f"v{service.store.version()}")
+        why_not = _unchanged_or_placeholder(service, target, text, original)
+        if why_not.startswith(("no change", "the template")):
+            echo(why_not)
             work.unlink(missing_ok=True)
             return None
-        left = [line for line in PLACEHOLDERS if line in text]
-        if left:
-            echo(f"{target}: the template's placeholder is still there ({left[0]!r}); replace it with your requirement "
-                 "(a heading that states what must hold, its fields, and prose a check can fail)")
+        if why_not:
+            echo(why_not)
             if not reopen():
                 echo(f"canon is unchanged (v{service.store.version()}). Your text is kept in {service.ws.relative(work)}")
                 return None
             continue
-        with service.locked():
-            decision = service.decide(Draft(target, target, work.read_bytes()), source="edit")
-        for notice in service.notices:  # what the dry run of its new checks found
-            echo(notice)
-        service.notices.clear()
+        decision = _submit(service, target, text, echo)
         if decision.accepted:
-            diff = difflib.unified_diff((current or "").splitlines(keepends=True), text.splitlines(keepends=True),
-                                        f"a/{target}", f"b/{target}")
-            echo("".join(diff).rstrip())
-            echo(decision.describe())
             work.unlink(missing_ok=True)
             return decision
-        echo(decision.describe())
         if not reopen():
             echo(f"canon is unchanged (v{decision.version}). Your text is kept in {service.ws.relative(work)}")
             return decision

@@ -159,8 +159,36 @@ def up(workspace: Path) -> None:
     ws = Workspace.open(workspace)
     for program in supervisor.up(ws, echo=lambda line: click.echo(line, err=True)):
         click.echo(f"{program.role:6} {program.state.lower():8} pid {program.pid}")
+    if ws.config.serve.enabled:
+        from shared.dashboard.auth import load_or_create_token
+
+        click.echo(f"dashboard: http://{ws.config.serve.host}:{ws.config.serve.port}/?token={load_or_create_token(ws)}")
     click.echo(f"banach ctl status   # supervisorctl with this workspace's config, from any folder in it "
                f"(or: supervisorctl -c {ws.supervisor_conf} status)")
+
+
+@cli.command()
+@workspace_option
+@click.option("--host", default=None, help="the address to listen on (default: [serve] host, 127.0.0.1)")
+@click.option("--port", type=int, default=None, help="the port (default: [serve] port, 8765; 0: any free one)")
+@click.option("--print-url", is_flag=True, help="print the dashboard's URL with its token and exit")
+def serve(workspace: Path, host: str | None, port: int | None, print_url: bool) -> None:
+    """The dashboard: where the loops stand, every turn, canon, spend and the journals, live in a browser; unblock,
+    pause, resume, restart and canon edits through the loops' own executables. It prints its URL with the token.
+
+    Example: banach serve -w ws   (or [serve] enabled = true in banach.toml, and banach up starts it)
+    """
+    ws = Workspace.open(workspace)
+    host = host or ws.config.serve.host
+    port = ws.config.serve.port if port is None else port
+    if print_url:
+        from shared.dashboard.auth import load_or_create_token
+
+        click.echo(f"http://{host}:{port}/?token={load_or_create_token(ws)}")
+        return
+    from shared.dashboard.server import serve as serve_dashboard
+
+    serve_dashboard(ws, host, port, echo=lambda line: click.echo(line, err=True))
 
 
 @cli.command()

@@ -86,6 +86,8 @@ def render_config(ws: Workspace, *, foreground: bool = False, users: dict[str, s
     for role in LOOP_ROLES:
         command = f"{sys.executable} -I -u -m {EXECUTABLES[role]} run --workspace ."
         programs.append({"role": role, "command": command, "user": (users or {}).get(role, "")})
+    if ws.config.serve.enabled:  # the dashboard: it reads the stores and asks the loops' executables to act
+        programs.append({"role": "serve", "command": f"{sys.executable} -I -u -m shared serve --workspace .", "user": ""})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     login = credentials(ws)
@@ -129,6 +131,17 @@ def states(ws: Workspace) -> list[ProgramState]:
         return []
     infos: list[dict[str, Any]] = _proxy(ws).supervisor.getAllProcessInfo()  # type: ignore[assignment]
     return [ProgramState(i["name"], i["statename"], i["pid"] or None, i["description"]) for i in infos]
+
+
+def stop_program(ws: Workspace, name: str) -> None:
+    """Stop one program and wait for it (SIGTERM to its group); one already stopped stays so."""
+    with contextlib.suppress(xmlrpc.client.Fault):
+        _proxy(ws).supervisor.stopProcess(name, True)
+
+
+def start_program(ws: Workspace, name: str) -> None:
+    with contextlib.suppress(xmlrpc.client.Fault):  # already running
+        _proxy(ws).supervisor.startProcess(name, True)
 
 
 def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0,
