@@ -37,9 +37,8 @@ def heads(ws: Workspace) -> dict[str, int]:
 
 
 def overview(ws: Workspace) -> dict[str, Any]:
-    info = status(ws)
-    info["spend"] = spend_totals(ws)
-    return info
+    """What `banach status` reads (its model spend included): the overview says the same words the CLI does."""
+    return status(ws)
 
 
 def _plan(ws: Workspace) -> fix_plan_file.FixPlan | None:
@@ -66,7 +65,7 @@ def items(ws: Workspace) -> dict[str, Any]:
             kept = {str(row.data.get("item")) for row in journal.rows("iteration.ended")
                     if row.data.get("decision") == "keep" and row.data.get("plan_pass") == plan.pass_seq}
             running = {turn.n for turn in turns.values()}
-            for row in journal.rows("model.call"):
+            for row in journal.rows("model.call") if running else ():
                 if row.data.get("n") in running:
                     spent[int(row.data["n"])]["tokens"] += int(row.data.get("tokens") or 0)
                     spent[int(row.data["n"])]["cost_usd"] += float(row.data.get("cost_usd") or 0.0)
@@ -222,10 +221,6 @@ def canon(ws: Workspace) -> dict[str, Any]:
     documents = [{"path": doc.path, "text": store.read("HEAD", doc.path) or ""} for doc in loaded.documents]
     return {"version": loaded.version, "requirements": requirements, "documents": documents,
             "history": list(reversed(store.history()))}
-
-
-def spend_totals(ws: Workspace) -> dict[str, Any]:
-    return spend(ws)["total"]
 
 
 def spend(ws: Workspace) -> dict[str, Any]:

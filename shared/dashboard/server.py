@@ -236,4 +236,4 @@ def serve(ws: Workspace, host: str, port: int, echo: Callable[[str], None]) -> N
     shown = f"[{host}]" if ":" in host else host
     echo(f"banach serve: http://{shown}:{bound}/?token={app[STATE].token}")
     echo("  (the token is in state/keys/dashboard.token, hidden from every agent; Ctrl-C stops the server)")
-    web.run_app(app, sock=sock, print=None, handle_signals=True)
+    web.run_app(app, sock=sock, print=None, handle_signals=True, shutdown_timeout=2.0)  # live pages hold a stream open
