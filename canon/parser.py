@@ -83,6 +83,14 @@ def _header(lines: list[str], file: str) -> tuple[dict[str, str], int]:
     return fields, end + 1
 
 
+def _opens_header(lines: list[str], index: int) -> bool:
+    """A '---' line followed by a header field and a closing '---': front matter pasted into the body (a lone '---'
+    in prose is a Markdown rule, and stays prose)."""
+    following = next((line for line in lines[index + 1:] if line.strip()), "")
+    match = FIELD.match(following)
+    return bool(match and match["key"] in HEADER_FIELDS and any(line.strip() == "---" for line in lines[index + 2:]))
+
+
 def parse_document(raw: bytes | str, file: str) -> Document:
     text = raw if isinstance(raw, str) else _decode(raw, file)
     if not text.strip():
@@ -92,6 +100,10 @@ def parse_document(raw: bytes | str, file: str) -> Document:
     area = header.get("area") or PurePosixPath(file).stem
     blocks: list[tuple[int, re.Match[str]]] = []
     for index in range(start, len(lines)):
+        if lines[index].strip() == "---" and _opens_header(lines, index):
+            raise CanonSyntaxError(file, index + 1, "a second header ('---' and header fields) inside the document: "
+                                   "a document has one header, at its top. Add requirements to it as '## ID: title' "
+                                   "blocks, or save the other document under a name of its own")
         if lines[index].startswith("## "):
             match = HEADING.match(lines[index])
             if not match:

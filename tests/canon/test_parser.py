@@ -60,6 +60,11 @@ def test_render_round_trips() -> None:
         [r.model_dump(exclude={"source", "area"}) for r in doc.requirements]
 
 
+def test_a_markdown_rule_in_prose_is_not_a_header() -> None:
+    doc = parse_document("## A-1: t\n\ntext\n\n---\n\nmore text\n", "requirements/rule.md")
+    assert "more text" in doc.requirements[0].text
+
+
 @pytest.mark.parametrize(("text", "line", "words"), [
     (b"", 1, "empty"),
     (b"\x00\x01\x02binary", 1, "NUL byte"),
@@ -76,6 +81,7 @@ def test_render_round_trips() -> None:
     (b"##A-1: t\n\ntext\n", 1, "space after '##'"),
     (b"## A-1: t\npriority: 1\npriority: 2\n\ntext\n", 3, "given twice"),
     (b"## A-1: t\ntests: test_x.py\n\ntext\n", 2, "under canon's tests/"),
+    (b"---\narea: x\n---\n\n## A-1: t\n\ntext\n\n---\narea: y\n---\n\n## A-2: u\n\nmore\n", 9, "a second header"),
 ])
 def test_bad_documents_name_file_line_and_reason(text: bytes, line: int, words: str) -> None:
     with pytest.raises(CanonSyntaxError) as caught:

@@ -80,3 +80,25 @@ def test_a_document_that_keeps_the_templates_placeholder_is_refused(tmp_path: Pa
                  input="n\n")
     assert "the template's placeholder is still there" in result.stdout, result.stdout
     assert CanonStore(ws.canon).version() == 1 and counter.read_text() == "1"
+
+
+def test_text_from_takes_the_same_checks_without_an_editor(tmp_path: Path) -> None:
+    """What the dashboard's editor runs: the placeholder, a pasted second header and a good text, in that order."""
+    ws = example(tmp_path)
+
+    def save(text: str) -> tuple[int, str]:
+        ran = cli("spec-loop", "edit", "requirements/scratch.md", "--text-from", "-", "--workspace", str(ws.root),
+                  input=text)
+        return ran.returncode, ran.stdout + ran.stderr
+
+    template = "---\narea: scratch\ntitle: scratch\n---\n\n## SCRA-1: one sentence that can be checked\n\nx\n"
+    assert save(template) == (1, save(template)[1]) and "placeholder is still there" in save(template)[1]
+    pasted = ("---\narea: scratch\n---\n\n## SC-1: reverse\npaths: textkit/reverse.py\n\nReverses.\n\n"
+              "---\narea: other\n---\n\n## SC-2: more\n\nMore.\n")
+    code, said = save(pasted)
+    assert code == 1 and "requirements/scratch.md:10: a second header" in said, said
+    assert CanonStore(ws.canon).version() == 1
+    code, said = save("---\narea: scratch\n---\n\n## SC-1: reverse\npaths: textkit/reverse.py\n\nReverses.\n")
+    assert code == 0 and "as canon v2" in said, said
+    assert save("---\narea: scratch\n---\n\n## SC-1: reverse\npaths: textkit/reverse.py\n\nReverses.\n")[1] \
+        .startswith("no change to requirements/scratch.md")
