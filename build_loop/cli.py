@@ -16,7 +16,6 @@ from build_loop.gateway.keys import drop_key_variables, store_key
 from build_loop.governor import Governor, Options
 from build_loop.history import unblock_items
 from build_loop.remote import RemoteLanes
-from build_loop.report import iteration_text, latest_iteration, summary, transcript
 from build_loop.run import serve_build
 from build_loop.turn import Outcome
 from build_loop.workers import serve_workers
@@ -26,6 +25,7 @@ from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.daemon import Stopper
 from shared.isolation import launcher
 from shared.isolation.policy import reach_line, refuse_without_views, restrict_self, restrict_this_thread
+from shared.iteration_report import iteration_text, latest_iteration, summary, transcript
 from shared.journal import Journal
 from shared.workspace import Workspace
 

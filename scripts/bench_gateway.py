@@ -53,7 +53,7 @@ import aiohttp  # noqa: E402
 from aiohttp import web  # noqa: E402
 
 from build_loop.gateway.server import Allowance, Gateway, Lease  # noqa: E402
-from build_loop.gateway.store import BodyStore  # noqa: E402
+from shared.bodies import BodyStore  # noqa: E402
 from shared.config import GatewayConfig, PriceConfig, ProviderConfig  # noqa: E402
 from tests.helpers.model_server.conversation import LABEL  # noqa: E402
 

@@ -24,6 +24,7 @@ FORBIDDEN = {
     ISOLATION: {*LOOPS, APP, MONITOR},
     MONITOR: {*LOOPS, APP, ISOLATION},
     APP: LOOPS,  # the application starts the loops as programs, by name, and never imports them
+    "shared.dashboard": LOOPS,  # it reads the stores and asks the loops' executables to act
 }
 ENTRY_POINT = ROOT / "shared" / "__main__.py"  # `python -m shared` is the banach command: it imports shared.app
 

@@ -23,7 +23,7 @@ def gateway_for(ws: Workspace) -> Gateway | None:
         return None
     from build_loop.gateway.keys import load_keys
     from build_loop.gateway.server import Gateway  # aiohttp: only for a build that talks to a provider
-    from build_loop.gateway.store import BodyStore
+    from shared.bodies import BodyStore
 
     keys = load_keys(ws)
     build = ws.role_dir("build")

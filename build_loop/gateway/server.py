@@ -27,7 +27,7 @@ from aiohttp import web
 
 from build_loop.gateway import wires
 from build_loop.gateway.lease import Allowance, Call, Lease
-from build_loop.gateway.store import BodyStore
+from shared.bodies import BodyStore
 from shared.config import GatewayConfig, PriceConfig, ProviderConfig
 from shared.loop_thread import LoopThread
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from build_loop import report
 from canon.store import CanonStore
+from shared import iteration_report as report
 from shared.app.status import status
 from shared.app.verify import verify_all
 from shared.contracts import current_turn

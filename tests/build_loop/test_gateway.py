@@ -16,7 +16,7 @@ import pytest
 
 from build_loop.gateway import wires
 from build_loop.gateway.server import Allowance, Gateway
-from build_loop.gateway.store import BodyStore
+from shared.bodies import BodyStore
 from shared.config import GatewayConfig, PriceConfig, ProviderConfig
 from tests.helpers.model_server import ModelServer, Nothing, RateLimit, Script
 

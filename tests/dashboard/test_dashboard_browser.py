@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.helpers.dashboard import served
+from tests.helpers.waiting import wait_until
 from tests.helpers.workspaces import agent, cli
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -79,3 +81,35 @@ def test_the_pages_render_follow_the_loops_live_and_unblock_is_journaled(measure
         assert journal.rows("item.unblocked")
     with Journal(ws.state / "serve" / "journal.db", readonly=True) as journal:
         assert [row.data["action"] for row in journal.rows("dashboard.action")] == ["unblock"]
+
+
+def test_banach_up_starts_the_dashboard_as_a_fourth_program(tmp_path: Path) -> None:
+    import socket
+    import urllib.request
+
+    from shared.app import supervisor
+    from tests.helpers.workspaces import example
+
+    with socket.socket() as probe:  # a port free now, for banach.toml
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ws = Workspace.open(example(tmp_path, extra=f"[serve]\nenabled = true\nport = {port}\n").root)
+    up = cli("banach", "up", "--workspace", str(ws.root))
+    try:
+        assert up.returncode == 0, up.stderr
+        url = next(line.split(": ", 1)[1] for line in up.stdout.splitlines() if line.startswith("dashboard: "))
+        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
+        token = url.split("token=", 1)[1]
+
+        def answers() -> bool:
+            try:
+                request = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {token}"})
+                return urllib.request.urlopen(request, timeout=10).status == 200
+            except OSError:
+                return False
+
+        assert wait_until(answers, [ws.supervisor_dir], 30)
+        states = {p.role: p.state for p in supervisor.states(ws)}
+        assert states == {"spec": "RUNNING", "plan": "RUNNING", "build": "RUNNING", "serve": "RUNNING"}, states
+    finally:
+        supervisor.down(ws)

@@ -1,9 +1,10 @@
-"""`build-loop report`: replay why an iteration was kept or rolled back, and the exact text it saw."""
+"""The record of one build iteration, as `build-loop report` and the dashboard replay it: why it was kept or rolled
+back, the exact text it saw, and its model calls."""
 from __future__ import annotations
 
 import json
 
-from build_loop.gateway.store import BodyStore
+from shared.bodies import BodyStore
 from shared.contracts.fix_plan import pass_numbers
 from shared.errors import BanachError
 from shared.journal import Journal
