@@ -172,13 +172,14 @@ def diff_left(ws: Workspace, started: dict[str, Any], ended: dict[str, Any] | No
     repo = ws.code_repo()
     parts = []
     for path, blob in sorted(left.items()):
-        before = repo.show(checkpoint, path) or ""
+        before = repo.show(checkpoint, path)
         after = _blob(repo, blob)
         if after is None:
             parts.append(f"--- {path}: its content is no longer in the object store\n")
             continue
-        parts.extend(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                          f"a/{path}", "/dev/null" if blob is None else f"b/{path}"))
+        parts.extend(difflib.unified_diff((before or "").splitlines(keepends=True), after.splitlines(keepends=True),
+                                          "/dev/null" if before is None else f"a/{path}",
+                                          "/dev/null" if blob is None else f"b/{path}"))
     return "".join(parts) or "(no textual difference)"
 
 
