@@ -1,7 +1,7 @@
 """The dashboard's figures (issue 25), measured in one run with a real `banach serve`, real journals and Debian's
 chromium driven by Playwright.
 
-    python scripts/bench_dashboard.py [--turns 20] [--iterations 10000] [--minutes 5]
+    python scripts/bench_dashboard.py [--turns 20] [--iterations 10000] [--minutes 5] [--memory-only]
 
 1. Row to browser: build-loop turns (a scripted stand-in agent that changes nothing, so every turn is a stall and
    nothing converges away; its item is unblocked after each) while a browser holds /iterations open; for each turn, the
@@ -126,13 +126,18 @@ def memory(ws: Workspace, browser: object, minutes: float) -> tuple[float, float
         page = browser.new_page()  # type: ignore[attr-defined]
         page.goto(f"{server.base}/?token={server.token}")
         start = server.rss_mib()
-        deadline, turns = time.monotonic() + minutes * 60, 0
+        began = time.monotonic()
+        deadline, turns, next_sample = began + minutes * 60, 0, began + 60
         while time.monotonic() < deadline:
             banach("build-loop", "once", "-w", str(ws.root), "--agent-command", STALLING_AGENT)
             banach("build-loop", "unblock", "-w", str(ws.root))
             turns += 1
             if turns % 5 == 0:
                 banach("plan-loop", "once", "-w", str(ws.root))
+            if time.monotonic() >= next_sample:
+                print(f"  minute {round((time.monotonic() - began) / 60)}: {server.rss_mib():.0f} MiB after {turns} turns",
+                      flush=True)
+                next_sample += 60
         return start, server.rss_mib(), turns
     finally:
         server.stop()
@@ -143,6 +148,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--iterations", type=int, default=10_000)
     parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--memory-only", action="store_true", help="only part 3, with a sample each minute")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -151,6 +157,10 @@ def main() -> None:
         with sync_playwright() as driver:
             browser = driver.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=FLAGS)
             ws = workspace(folder / "live")
+            if args.memory_only:
+                start, end, turns = memory(ws, browser, args.minutes)
+                print(f"memory: {start:.0f} MiB at start, {end:.0f} MiB after {args.minutes:g} min and {turns} turns")
+                return
             latencies = sorted(row_to_browser(ws, browser, args.turns))
             p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
             print(f"row -> browser: {len(latencies)} turns, median {statistics.median(latencies) * 1000:.0f} ms, "
