@@ -2,7 +2,7 @@
 
 The dashboard writes no store of the loops: unblocking and resuming are `build-loop` commands (build's journal),
 a canon edit is `spec-loop edit --text-from -` (spec-loop validates, dry-runs and commits, or refuses with file:line),
-pausing, restarting and a fresh plan pass go through the supervisor, or `plan-loop once` when nothing is supervised.
+a fresh plan pass is `plan-loop once`; pausing and restarting go through the supervisor.
 Its own journal (state/serve/journal.db, hash-chained) records each request: what, from where, and what came of it."""
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def journal_path(ws: Workspace) -> Path:
     return ws.state / "serve" / "journal.db"
 
 
-def _run(ws: Workspace, role: str, *args: str, stdin: str | None = None) -> Result:
-    command = [sys.executable, "-I", "-m", ROLE_MODULES[role], *args, "--workspace", str(ws.root)]
+def _run(ws: Workspace, role: str, *args: str, operands: tuple[str, ...] = (), stdin: str | None = None) -> Result:
+    """The role's own executable; what the page sent goes after '--', so it is never read as an option."""
+    command = [sys.executable, "-I", "-m", ROLE_MODULES[role], *args, "--workspace", str(ws.root), "--", *operands]
     try:
         ran = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=ACTION_TIMEOUT,
                              cwd=ws.root)
@@ -43,7 +44,7 @@ def _run(ws: Workspace, role: str, *args: str, stdin: str | None = None) -> Resu
 
 
 def unblock(ws: Workspace, item: str) -> Result:
-    return _run(ws, "build", "unblock", *([item] if item else []))
+    return _run(ws, "build", "unblock", operands=(item,) if item else ())
 
 
 def pause_build(ws: Workspace) -> Result:
@@ -72,15 +73,13 @@ def restart(ws: Workspace, role: str) -> Result:
 
 
 def plan_pass(ws: Workspace) -> Result:
-    if supervisor.running(ws):
-        supervisor.stop_program(ws, "plan")
-        supervisor.start_program(ws, "plan")  # plan-loop run begins with a pass from scratch
-        return Result(True, "plan restarted: its run begins with a fresh pass from canon and the code")
+    """`plan-loop once`: a pass from scratch now, even when the last one still describes (V, C); a supervised
+    plan-loop's own pass and this one take turns (plan's pass lock)."""
     return _run(ws, "plan", "once")
 
 
 def save_document(ws: Workspace, document: str, text: str) -> Result:
-    return _run(ws, "spec", "edit", document, "--text-from", "-", stdin=text)
+    return _run(ws, "spec", "edit", "--text-from", "-", operands=(document,), stdin=text)
 
 
 def record(ws: Workspace, action: str, target: str, who: dict[str, Any], result: Result) -> None:

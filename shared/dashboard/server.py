@@ -43,7 +43,6 @@ class State:
         self.changed = asyncio.Condition()
         self.plot: tuple[tuple[int, ...], bytes] | None = None
         self.plot_lock = threading.Lock()
-        self.secrets = _provider_keys(ws)
 
 
 def _provider_keys(ws: Workspace) -> list[str]:
@@ -82,7 +81,7 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             return web.Response(status=403, text="refused: a change must come from the dashboard's own page "
                                 "(its form value and origin did not match)\n", content_type="text/plain")
     response = await handler(request)
-    return _scrubbed(response, state.secrets)
+    return _scrubbed(response, _provider_keys(request.app[WS_KEY]))  # read each time: a key stored later counts too
 
 
 def _scrubbed(response: web.StreamResponse, secrets: list[str]) -> web.StreamResponse:
@@ -193,7 +192,8 @@ async def act(request: web.Request) -> web.StreamResponse:
     result = await _blocking(runs[action])
     who = {"remote": request.remote, "user_agent": request.headers.get("User-Agent", "")[:200], "via": "dashboard"}
     await _blocking(actions.record, ws, action, target, who, result)
-    back = str(form.get("back", "/")) if str(form.get("back", "/")).startswith("/") else "/"
+    back = str(form.get("back", "/"))
+    back = back if back.startswith("/") and not back.startswith("//") else "/"  # a page of this dashboard only
     context = {"action": action, "target": target, "result": result, "back": back}
     return _page(request, "acted.html.j2", **context)
 

@@ -130,3 +130,15 @@ def test_iterations_are_paged_and_found_by_their_words(measured: Workspace) -> N
     assert "3 turn(s)" in everything and 'href="/iterations/3"' in everything
     assert "0 turn(s) matching" in none
     assert "Receipt:" in detail and "verified (2 journal rows" in detail
+
+
+def test_a_fresh_plan_pass_is_plan_loops_own_and_a_page_value_is_never_an_option(measured: Workspace) -> None:
+    with Journal(measured.journal_path("plan"), readonly=True) as journal:
+        passes = journal.count("pass")
+    with served(measured) as at:
+        code, body = post(at, "/act/plan-pass", {})
+        assert code == 200 and "plan pass" in body, body
+        code, body = post(at, "/act/unblock", {"target": "--help"})  # an item id, not build-loop's --help
+    assert code == 200 and "Usage:" not in body and "refused" in body, body
+    with Journal(measured.journal_path("plan"), readonly=True) as journal:
+        assert journal.count("pass") == passes + 1
