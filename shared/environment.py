@@ -9,9 +9,10 @@ What it needs is read from the commit's objects (never a work tree): `[project]`
 of pyproject.toml (and PEP 735 groups), setup.cfg's install_requires and test extras, an sdist's
 *.egg-info/requires.txt, and requirements files; `[env] requirements` adds to them. A project that needs nothing
 beyond pytest runs on Banach's own interpreter, as before. Otherwise a venv is built once per key (the dependency
-files, the interpreter, the [env] config) under the role's own state (`state/ROLE/env/KEY`; each role writes only
-its own state), sandboxed like a check: it writes only its folder and a pip cache beside it, reaches TCP only on
-`[env] index_ports`, and cannot read the keys. A build that fails is a named failure with pip's words. The project
+files, the interpreter, the [env] config) under the state of the role that first needs it (`state/ROLE/env/KEY`; each
+role writes only its own state), and the other roles use that one, read-only. It is built sandboxed like a check:
+it writes only its folder and a pip cache beside it, reaches TCP only on `[env] index_ports`, and cannot read the
+keys. A build that fails is a named failure with pip's words. The project
 itself is never installed: what is measured is the commit's export, first on sys.path from its import roots.
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ from shared.errors import BanachError
 from shared.export import remove_tree
 from shared.git import GitRepo
 from shared.process import Request, run
-from shared.workspace import Role, Workspace
+from shared.workspace import LOOP_ROLES, Role, Workspace
 
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
 REQUIREMENT_FILES = re.compile(r"^(?:requirements(?:[-_.][\w-]+)?\.txt|requirements/[\w.-]+\.txt|"
@@ -250,6 +251,22 @@ def _wanted(ws: Workspace, repo: GitRepo, commit: str) -> _Wanted:
     return _Wanted(files, roots, needs, python, _key(files, python, (config.requirements, config.index_ports, needs)))
 
 
+def _built_by_another(ws: Workspace, role: Role, key: str) -> Path | None:
+    """The same environment, complete, in another role's state: read-only to this role, as its own would be to the
+    others. The key covers every file the build reads, so whoever built it built the same thing; under the users
+    backend another role's state may be closed to this one, which then builds its own."""
+    for other in LOOP_ROLES:
+        folder = ws.role_dir(other) / "env" / key
+        if other == role:
+            continue
+        try:
+            if (folder / "env.json").is_file() and os.access(folder / "venv" / "bin" / "python", os.X_OK):
+                return folder
+        except OSError:
+            continue
+    return None
+
+
 def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Path | None = None) -> ProjectEnv:
     """The environment the code at commit is measured in, built when its key is new (under a lock: lanes and
     passes may ask at once). tree: the commit's files on disk, installed into a new environment for their metadata
@@ -258,6 +275,10 @@ def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Pat
     if not wanted.key:
         return ProjectEnv(sys.executable, wanted.roots, "")
     folder = ws.role_dir(role) / "env" / wanted.key
+    if not (folder / "env.json").is_file():
+        built = _built_by_another(ws, role, wanted.key)
+        if built is not None:
+            return ProjectEnv(str(built / "venv" / "bin" / "python"), wanted.roots, wanted.key, tuple(wanted.needs), built)
     with file_lock(folder.with_name(wanted.key + ".lock"), what="building the project's environment"):
         if not (folder / "env.json").is_file():
             started = time.monotonic()

@@ -81,6 +81,9 @@ def test_building_the_environment_runs_the_projects_setup_py_only_in_the_sandbox
     assert said.stdout.strip() == "ok", said.stderr
     again = project_env(ws, "plan", ws.code_repo(), git(ws.code, "rev-parse", "HEAD"), ws.code)
     assert again == env  # the same key: built once
+    for role in ("spec", "build"):  # the other roles use plan's, read-only, and build none of their own
+        assert project_env(ws, role, ws.code_repo(), git(ws.code, "rev-parse", "HEAD"), ws.code) == env  # type: ignore[arg-type]
+        assert not (ws.role_dir(role) / "env" / env.key).exists()  # type: ignore[arg-type]
     subprocess.run(["python3", "setup.py", "--name"], cwd=ws.code, capture_output=True, check=False)
     assert marker.exists()  # the control: outside the sandbox it does write
 
