@@ -105,7 +105,8 @@ def synthetic_history(ws: Workspace, iterations: int) -> None:
         for n in range(1000, 1000 + iterations):
             base = {"n": n, "item": f"TK-{n % 5 + 1}.synthetic", "plan_pass": 1, "canon_version": 1}
             journal.append("iteration.started", {**base, "checkpoint": "0" * 40, "agent": "SYNTHETIC"})
-            journal.append("model.call", {**base, "seq": 1, "tokens": 1000 + n % 700, "cost_usd": 0.002,
+            journal.append("model.call", {**base, "seq": 1, "input_tokens": 1000 + n % 700, "output_tokens": 200,
+                                          "cost_usd": 0.002,
                                           "status": 200, "model": "synthetic"})
             journal.append("iteration.ended", {**base, "decision": ("keep", "rollback", "stall")[n % 3],
                                                "reason": f"synthetic turn {n}", "tokens": 1000, "cost_usd": 0.002})

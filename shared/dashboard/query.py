@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import hmac
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,11 +65,10 @@ def items(ws: Workspace) -> dict[str, Any]:
             blocks = current_blocks(journal, plan.canon_version)
             kept = {str(row.data.get("item")) for row in journal.rows("iteration.ended")
                     if row.data.get("decision") == "keep" and row.data.get("plan_pass") == plan.pass_seq}
-            running = {turn.n for turn in turns.values()}
-            for row in journal.rows("model.call") if running else ():
-                if row.data.get("n") in running:
-                    spent[int(row.data["n"])]["tokens"] += int(row.data.get("tokens") or 0)
-                    spent[int(row.data["n"])]["cost_usd"] += float(row.data.get("cost_usd") or 0.0)
+    for running in turns.values():  # a turn's calls reach the journal when it ends; until then, its calls.jsonl
+        for call in _calls_so_far(ws.role_dir("build") / "iterations" / str(running.n) / "calls.jsonl"):
+            spent[running.n]["tokens"] += call_tokens(call)
+            spent[running.n]["cost_usd"] += float(call.get("cost_usd") or 0.0)
     open_ids = {item.id for item in plan.items}
     shown = []
     for item in plan.items:
@@ -89,6 +89,28 @@ def items(ws: Workspace) -> dict[str, Any]:
                       "turn": None if turn is None else {**turn.as_json(), **spent[turn.n]},
                       "block": block, "explanation": explain(item.id, block) if block else ""})
     return {"plan": plan, "items": shown}
+
+
+def call_tokens(call: dict[str, Any]) -> int:
+    """A model call's tokens as the gateway counts them: in, out, and cache read and written."""
+    return sum(int(call.get(key) or 0) for key in ("input_tokens", "output_tokens", "cache_read_tokens",
+                                                   "cache_write_tokens"))
+
+
+def _calls_so_far(path: Path) -> list[dict[str, Any]]:
+    calls = []
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            call = json.loads(line)
+        except ValueError:
+            continue  # a line being written
+        if isinstance(call, dict):
+            calls.append(call)
+    return calls
 
 
 @dataclass(frozen=True)
@@ -237,8 +259,7 @@ def spend(ws: Workspace) -> dict[str, Any]:
                 started = agents.get(n, {})
                 entry = per_iteration.setdefault(n, {"n": n, "item": row.data.get("item", ""), "calls": 0, "tokens": 0,
                                                      "cost_usd": 0.0, "rung": started.get("rung", started.get("agent", ""))})
-                tokens = int(row.data.get("tokens") or 0) or sum(int(row.data.get(k) or 0) for k in (
-                    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
+                tokens = call_tokens(row.data)
                 entry["calls"] += 1
                 entry["tokens"] += tokens
                 entry["cost_usd"] += float(row.data.get("cost_usd") or 0.0)

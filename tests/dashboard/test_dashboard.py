@@ -8,6 +8,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import pytest
+
 from shared.dashboard.auth import csrf_value, token_path
 from shared.journal import Journal
 from shared.workspace import Workspace
@@ -142,3 +144,19 @@ def test_a_fresh_plan_pass_is_plan_loops_own_and_a_page_value_is_never_an_option
     assert code == 200 and "Usage:" not in body and "refused" in body, body
     with Journal(measured.journal_path("plan"), readonly=True) as journal:
         assert journal.count("pass") == passes + 1
+
+
+@pytest.mark.landlock
+def test_a_turns_tokens_so_far_are_read_from_the_gateways_own_record(measured_landlock: Workspace) -> None:
+    """While a turn runs, its calls are only in the turn's calls.jsonl: the items page counts them from there, as
+    the gateway counted them (here after the turn, when the journal's figure is there to compare)."""
+    from shared.dashboard.query import _calls_so_far, call_tokens
+    from tests.helpers.model_server import ModelServer, Script, Write
+    from tests.redteam.test_gateway_promises import CANARY, ITEM_FILE, configure, once
+
+    ws = measured_landlock
+    with ModelServer(Script.of(Write({ITEM_FILE: "broken"}), root=str(ws.code), api_key=CANARY)) as server:
+        configure(ws, server, agent_args="--calls 3")
+        record = once(ws)
+    so_far = _calls_so_far(ws.role_dir("build") / "iterations" / str(record["n"]) / "calls.jsonl")
+    assert len(so_far) >= 1 and sum(call_tokens(call) for call in so_far) == record["tokens"] > 0, (so_far, record)
