@@ -17,7 +17,6 @@ from shared.app import supervisor
 from shared.journal import Journal
 from shared.workspace import LOOP_ROLES, Workspace
 
-ROLE_MODULES = {"spec": "spec_loop", "plan": "plan_loop", "build": "build_loop"}
 ACTION_TIMEOUT = 600.0
 
 
@@ -33,7 +32,7 @@ def journal_path(ws: Workspace) -> Path:
 
 def _run(ws: Workspace, role: str, *args: str, operands: tuple[str, ...] = (), stdin: str | None = None) -> Result:
     """The role's own executable; what the page sent goes after '--', so it is never read as an option."""
-    command = [sys.executable, "-I", "-m", ROLE_MODULES[role], *args, "--workspace", str(ws.root), "--", *operands]
+    command = [sys.executable, "-I", "-m", supervisor.EXECUTABLES[role], *args, "--workspace", str(ws.root), "--", *operands]
     try:
         ran = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=ACTION_TIMEOUT,
                              cwd=ws.root)

@@ -38,7 +38,6 @@ class State:
         self.csrf = auth.csrf_value(self.token)
         self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")),
                                             autoescape=True)  # journal rows differ in their keys: a missing one reads as empty
-        self.templates.filters["tojson_pretty"] = lambda value: json.dumps(value, indent=2, sort_keys=True, default=str)
         self.heads: dict[str, int] = {}
         self.changed = asyncio.Condition()
         self.plot: tuple[tuple[int, ...], bytes] | None = None
@@ -235,5 +234,5 @@ def serve(ws: Workspace, host: str, port: int, echo: Callable[[str], None]) -> N
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     echo(f"banach serve: http://{shown}:{bound}/?token={app[STATE].token}")
-    echo("  (the token is in state/keys/dashboard.token, hidden from every agent; Ctrl-C stops the server)")
+    echo("  (the token comes from state/keys/dashboard.key, hidden from every agent; Ctrl-C stops the server)")
     web.run_app(app, sock=sock, print=None, handle_signals=True, shutdown_timeout=2.0)  # live pages hold a stream open
