@@ -141,7 +141,7 @@ def iteration(ws: Workspace, n: int) -> dict[str, Any]:
     if journal is None:
         raise BanachError("build-loop has not run any iteration yet")
     with journal:
-        rows = [row for row in journal.rows() if row.data.get("n") == n and row.kind.startswith("iteration.")]
+        rows = [row for row in journal.rows("iteration.", prefix=True) if row.data.get("n") == n]
     if not rows:
         raise BanachError(f"no iteration {n} in the build journal")
     started = next((row.data for row in rows if row.kind == "iteration.started"), {})
