@@ -51,14 +51,13 @@ def resolve_target(name: str | None) -> str:
     return target
 
 
-def _starting_text(service: SpecService, target: str) -> tuple[str | None, str]:
-    """(what canon holds at target, or None; the text an edit starts from: that, or the template for a new one)."""
+def _starting_text(service: SpecService, target: str) -> str:
+    """The text an edit starts from: what canon holds at target, or the template for a new document."""
     current = stored_text(service.store, target)
     if current is not None:
-        return current, current
+        return current
     area = Path(target).stem.replace("draft-", "area")
-    template = TEMPLATE.format(area=area, area_id=area.upper()[:4].strip("-") or "REQ") if target.endswith(".md") else ""
-    return None, template
+    return TEMPLATE.format(area=area, area_id=area.upper()[:4].strip("-") or "REQ") if target.endswith(".md") else ""
 
 
 def _unchanged_or_placeholder(service: SpecService, target: str, text: str, original: str) -> str:
@@ -95,7 +94,7 @@ def edit_text(service: SpecService, name: str, text: str, *, echo: Callable[[str
     """A document's new text given whole (by the dashboard, or `spec-loop edit DOC --text-from FILE`): no editor, the
     same checks. None when it is no change; the Decision otherwise (refused or a new version)."""
     target = resolve_target(name)
-    _, original = _starting_text(service, target)
+    original = _starting_text(service, target)
     why_not = _unchanged_or_placeholder(service, target, text, original)
     if why_not:
         if why_not.startswith(("no change", "the template")):
@@ -115,7 +114,7 @@ def edit(
     echo: Callable[[str], None],
 ) -> Decision | None:
     target = resolve_target(name)
-    _, original = _starting_text(service, target)
+    original = _starting_text(service, target)
     work = service.ws.role_dir("spec") / "edit" / target
     work.parent.mkdir(parents=True, exist_ok=True)
     work.write_text(original, encoding="utf-8")
