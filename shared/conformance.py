@@ -166,14 +166,15 @@ def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], folder: Pat
 
 def command(copy: Path, code_dir: Path, nodes: tuple[str, ...], canaries: tuple[str, ...], python: str,
             roots: tuple[str, ...]) -> tuple[str, ...]:
-    """argv of one run: our runner in isolated mode under the project's interpreter, on the copy's tests and the
+    """argv of one run: our runner in isolated mode, without the site module (shared/testrun.py adds site-packages
+    without running what they hold), under the project's interpreter, on the copy's tests and the
     canaries, with the code's import roots first on sys.path."""
     whole_files = {node for node in nodes if "::" not in node}
     targets = [str(copy / node) for node in nodes]
     targets += [str(copy / canary) for canary in canaries if _file(canary) not in whole_files]
     ini = next((copy / n for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg") if (copy / n).is_file()), None)
     code = [flag for root in roots for flag in ("--code", str(code_dir / root))]  # a root of "" is code_dir itself
-    return (python, "-I", "-B", str(RUNNER), *code, "--",
+    return (python, "-I", "-S", "-B", str(RUNNER), *code, "--",
             "-q", "-p", "no:cacheprovider", "--no-header", "--continue-on-collection-errors",
             f"--rootdir={copy}", f"--confcutdir={copy}",
             "-c", str(ini) if ini else os.devnull, *targets)

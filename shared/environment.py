@@ -13,7 +13,9 @@ files, the interpreter, the [env] config) under the state of the role that first
 role writes only its own state), and the other roles use that one, read-only. It is built sandboxed like a check:
 it writes only its folder and a pip cache beside it, reaches TCP only on `[env] index_ports`, and cannot read the
 keys. A build that fails is a named failure with pip's words. The project
-itself is never installed: what is measured is the commit's export, first on sys.path from its import roots.
+itself is never installed: only its METADATA is, made by its own build in a folder of its own (the venv read-only to
+that code, the agent's); what is measured is the commit's export, first on sys.path from its import roots. The code's
+files may name packages of the index only (no options, no direct references).
 """
 from __future__ import annotations
 
@@ -124,19 +126,40 @@ def _from_requirements(text: str) -> list[str]:
 
 
 def requirements(files: Mapping[str, bytes], extra: tuple[str, ...] = ()) -> list[str]:
-    """What the project needs installed to run its tests, from its dependency files (read, never run)."""
+    """What the project needs installed to run its tests, from its dependency files (read, never run). Each one the
+    code's files name must be a package of the index: no option (`-e`, `--index-url`) and no direct reference
+    (`name @ URL`), which would install code from wherever the code points. `extra` ([env] requirements) is the
+    operator's and taken as given."""
     found: list[str] = []
     for path, content in sorted(files.items()):
         text = content.decode("utf-8", errors="replace")
         if path == "pyproject.toml":
-            found += _from_pyproject(_pyproject(text))
+            named = _from_pyproject(_pyproject(text))
         elif path == "setup.cfg":
-            found += _from_setup_cfg(text)
+            named = _from_setup_cfg(text)
         elif path.endswith(".egg-info/requires.txt") and "/" not in path.removesuffix("/requires.txt"):
-            found += _from_egg_info(text)
+            named = _from_egg_info(text)
         elif REQUIREMENT_FILES.match(path):
-            found += _from_requirements(text)
+            named = _from_requirements(text)
+        else:
+            continue
+        found += [_from_the_index(path, requirement) for requirement in named]
     return list(dict.fromkeys([*found, *extra]))
+
+
+def _from_the_index(path: str, requirement: str) -> str:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        parsed = Requirement(requirement)
+    except InvalidRequirement as exc:
+        raise ProjectEnvError(f"{path} names {requirement!r}, which is not a requirement ({exc}). Fix {path}") from None
+    if parsed.url:
+        raise ProjectEnvError(f"{path} names {requirement!r}, a direct reference: the code's files may name packages "
+                              "of the package index only, since anything else installs code from where the code "
+                              "points. Name the package instead, or put the reference in [env] requirements in "
+                              "banach.toml if you mean it")
+    return requirement
 
 
 def import_roots(files: Mapping[str, bytes], tree: list[str], override: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -188,9 +211,8 @@ def _key(files: Mapping[str, bytes], python: str, config: object) -> str:
 
 
 def _build(ws: Workspace, folder: Path, python: str, needs: list[str], cache: Path, project: Path | None) -> str:
-    """venv + pip install, sandboxed: the build runs code the agent may have written (a setup.py of a dependency).
-    project: the code's tree, installed too (without dependencies) so that code reading its own distribution's
-    metadata works; returns whether that went ("yes", or "no (why)"), which is not a failure of the environment."""
+    """venv + pip install of the packages the index has, sandboxed (a dependency's setup.py runs); then, given
+    project (the code's tree), its metadata (_project_metadata), whose result this returns."""
     from shared.isolation.policy import sandbox_argv
 
     building = folder.with_name(folder.name + ".building")
@@ -212,19 +234,63 @@ def _build(ws: Workspace, folder: Path, python: str, needs: list[str], cache: Pa
             raise ProjectEnvError(f"the project's environment could not be built ({' '.join(argv[2:4])} "
                                   f"{' '.join(needs)}): exit {outcome.returncode}\n{tail}\nFix the project's "
                                   "dependency files, or [env] in banach.toml (requirements, python, index_ports)")
-    installed = ""
-    if project is not None:  # for its metadata only (importlib.metadata.version): the commit's code comes first
-        copy = building / "project"
-        shutil.copytree(project, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-        argv = (venv_python, "-m", "pip", "install", "--no-input", "--no-deps", str(copy))
-        outcome = run(Request(sandbox_argv(ws, argv, [building, cache], connect_ports=ports), cwd=building, env=env,
-                              timeout=BUILD_TIMEOUT))
-        remove_tree(copy)
-        last = (outcome.stdout + outcome.stderr).strip().splitlines()[-1:]
-        installed = "yes" if outcome.ok else f"no (exit {outcome.returncode}: {last[0] if last else 'no output'})"
+    installed = _project_metadata(ws, building, project, cache, env, ports) if project is not None else ""
     remove_tree(folder)
     building.rename(folder)
     return installed
+
+
+def _project_metadata(ws: Workspace, building: Path, project: Path, cache: Path, env: dict[str, str],
+                      ports: tuple[int, ...]) -> str:
+    """Install the project (without dependencies) into a folder of its own, then copy only the METADATA of what it
+    made into the venv, so that code reading its own distribution's version works. Its setup.py or build backend
+    is code the agent may have written: the venv is read-only to it, and no module, script or .pth it wrote lands
+    there; it gets no pip cache either (a poisoned wheel there would be installed by the next build). Returns
+    whether that went ("yes", or "no (why)"), which is not a failure of the environment."""
+    from shared.isolation.policy import sandbox_argv
+
+    copy, target, scratch = building / "project", building / "project-install", building / "project-scratch"
+    shutil.copytree(project, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    target.mkdir()
+    scratch.mkdir()
+    venv_python = str(building / "venv" / "bin" / "python")
+    argv = (venv_python, "-m", "pip", "install", "--no-input", "--no-deps", "--no-cache-dir", "--target", str(target),
+            str(copy))
+    own = {**{k: v for k, v in env.items() if k != "PIP_CACHE_DIR"}, "HOME": str(scratch), "TMPDIR": str(scratch)}
+    outcome = run(Request(sandbox_argv(ws, argv, [copy, target, scratch], connect_ports=ports), cwd=scratch, env=own,
+                          timeout=BUILD_TIMEOUT))
+    copied = _copy_metadata(target, building / "venv") if outcome.ok else 0
+    for folder in (copy, target, scratch):
+        remove_tree(folder)
+    last = (outcome.stdout + outcome.stderr).strip().splitlines()[-1:]
+    if not outcome.ok:
+        return f"no (exit {outcome.returncode}: {last[0] if last else 'no output'})"
+    return "yes" if copied else "no (pip made no distribution's metadata)"
+
+
+def _copy_metadata(target: Path, venv: Path) -> int:
+    """Each `NAME-VERSION.dist-info/METADATA` in target (regular files, read without following links) that names a
+    distribution the venv does not already have; returns how many were copied."""
+    site = next(iter(sorted(venv.glob("lib/python*/site-packages"))), None)
+    if site is None:
+        return 0
+    have = {_distribution(entry.name) for entry in site.glob("*.dist-info")}
+    copied = 0
+    for entry in sorted(target.iterdir()):
+        metadata = entry / "METADATA"
+        if (not entry.name.endswith(".dist-info") or entry.is_symlink() or not entry.is_dir()
+                or metadata.is_symlink() or not metadata.is_file() or metadata.stat().st_size > 1 << 20
+                or _distribution(entry.name) in have):
+            continue
+        (site / entry.name).mkdir()
+        shutil.copyfile(metadata, site / entry.name / "METADATA")
+        (site / entry.name / "INSTALLER").write_text("banach (the METADATA only; the code is the commit's)\n")
+        copied += 1
+    return copied
+
+
+def _distribution(dist_info: str) -> str:
+    return re.sub(r"[-_.]+", "-", dist_info.split("-", 1)[0]).lower()
 
 
 @dataclass(frozen=True)

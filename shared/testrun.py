@@ -1,9 +1,13 @@
 """Run canon's conformance tests and report each test's outcome outside the exit code.
 
-    BANACH_REPORT_FD=N python -I /path/to/shared/testrun.py --code DIR [--code DIR]... -- PYTEST_ARGS...
+    BANACH_REPORT_FD=N python -I -S /path/to/shared/testrun.py --code DIR [--code DIR]... -- PYTEST_ARGS...
 
 Started by absolute path in isolated mode (-I): neither the working directory, nor PYTHONPATH, nor this
-file's folder is on sys.path, so nothing in the work tree can stand in for pytest or for this runner. The
+file's folder is on sys.path, so nothing in the work tree can stand in for pytest or for this runner. And
+without the site module (-S): the interpreter's site-packages are put on sys.path here, with the folders their
+.pth files name inside the interpreter's prefix, but no .pth `import` line and no sitecustomize runs. An
+environment's packages were installed by a build that ran other people's code and the project's own
+(shared/environment.py); nothing they left may run in this process before pytest's own reports are in place. The
 report goes to descriptor N, a pipe the measuring process made for this run alone (shared/process.py): no
 path names it, so no other check, and nothing outside this process, can write it or swap it. The process
 makes itself non-dumpable first, so that other processes of its user cannot open its descriptors through
@@ -56,9 +60,56 @@ class Reporter:
         self._write({"finished": int(exitstatus)})
 
 
+def _prefixes() -> list[str]:
+    """The venv this interpreter was started from, as site.py finds it (a pyvenv.cfg beside the executable or one
+    folder up), then the base interpreter's prefix if that venv includes the system's packages. Without the site
+    module sys.prefix is still the base interpreter's, which would measure the code against the wrong packages."""
+    folder = os.path.dirname(os.path.abspath(sys.executable))
+    for venv in (folder, os.path.dirname(folder)):
+        config = os.path.join(venv, "pyvenv.cfg")
+        if os.path.isfile(config):
+            with open(config, encoding="utf-8") as handle:
+                lines = [line.partition("=") for line in handle.read().splitlines()]
+            system = any(key.strip() == "include-system-site-packages" and value.strip().lower() == "true"
+                         for key, _, value in lines)
+            return [venv, sys.prefix] if system else [venv]
+    return [sys.prefix]
+
+
+def _site_packages() -> list[str]:
+    """What site.py would add for this interpreter, without running anything: the site-packages folders, then the
+    folders their .pth files name, when those lie inside the same prefix (a .pth's `import` lines are code, and are
+    skipped)."""
+    import site
+
+    found: list[str] = []
+    for prefix in _prefixes():
+        inside = os.path.realpath(prefix) + os.sep
+        for folder in site.getsitepackages([prefix]):
+            if not os.path.isdir(folder) or folder in found:
+                continue
+            found.append(folder)
+            for name in sorted(os.listdir(folder)):
+                if not name.endswith(".pth") or name.startswith("."):
+                    continue
+                try:
+                    with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                        lines = handle.read().splitlines()
+                except (OSError, UnicodeDecodeError):
+                    continue
+                for line in lines:
+                    line = line.strip()
+                    if not line or line.startswith(("#", "import ", "import\t")):
+                        continue
+                    path = os.path.realpath(os.path.join(folder, line))
+                    if path.startswith(inside) and os.path.isdir(path) and path not in found:
+                        found.append(path)
+    return found
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
-        print("usage: BANACH_REPORT_FD=N python -I testrun.py --code DIR -- PYTEST_ARGS", file=sys.stderr)
+        print("usage: BANACH_REPORT_FD=N python -I -S testrun.py --code DIR -- PYTEST_ARGS", file=sys.stderr)
         return 2
     _not_dumpable()
     split = argv.index("--")
@@ -70,6 +121,8 @@ def main(argv: list[str]) -> int:
         return 2
     os.set_inheritable(int(descriptor), False)  # the tests' own subprocesses do not get it
     channel = os.fdopen(int(descriptor), "w", encoding="utf-8")  # held open for the whole run
+    if sys.flags.no_site:
+        sys.path.extend(_site_packages())
     import pytest  # before the code is on sys.path: a project's pytest.py cannot stand in for it
 
     sys.path[:0] = roots  # the project's import roots, in order, before anything installed

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.environment import import_roots, project_env, requirements
+from shared.environment import ProjectEnvError, import_roots, project_env, requirements
 from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.helpers.workspaces import cli, custom, example, git
@@ -36,6 +36,17 @@ def test_requirements_come_from_every_kind_of_dependency_file_and_only_test_extr
     assert found == ["text-unidecode>=1.3", "coverage", "requests>=2", "attrs", "freezegun", "pytest", "hypothesis",
                      "ruff==0.5", "click>=8", "mock", "extra-one"]
     assert requirements({}) == [] and requirements({"pyproject.toml": b"not [toml"}) == []
+
+
+@pytest.mark.parametrize("named", ["evil @ file:///tmp/evil", "evil@ https://example.org/evil.tar.gz", "-e /tmp/evil",
+                                   "--index-url=http://example.org/simple"])
+def test_the_codes_files_name_packages_of_the_index_only(named: str) -> None:
+    """A direct reference or a pip option in a file the agent can write would install code from where the code points;
+    the operator's [env] requirements are taken as given."""
+    pyproject = f"[project]\nname = 'demo'\ndependencies = [{named!r}]\n".encode()
+    with pytest.raises(ProjectEnvError, match=r"^pyproject\.toml names"):
+        requirements({"pyproject.toml": pyproject})
+    assert requirements({}, ("evil @ file:///tmp/evil",)) == ["evil @ file:///tmp/evil"]
 
 
 @pytest.mark.parametrize(("files", "tree", "roots"), [
@@ -119,3 +130,38 @@ def test_a_turn_that_changes_the_dependencies_is_measured_in_their_environment(t
                                              "could not be built"), row.data["reason"]
         assert "banach-test-no-such-package" in row.data["environment_error"] and not built
         assert not (ws.code / "requirements.txt").exists()  # rolled back
+
+
+@pytest.mark.slow
+def test_conformance_runs_see_the_environments_packages_and_no_others(tmp_path: Path) -> None:
+    """The runner starts without the site module (so nothing an environment's build left runs before pytest) and puts
+    the venv's site-packages on sys.path itself: the venv's, with the folders its .pth files name, never the base
+    interpreter's, whose packages (click, Banach's own) the project did not ask for."""
+    from shared import conformance
+    from shared.process import run
+
+    ws = example(tmp_path / "w")
+    (ws.code / "requirements.txt").write_text("iniconfig\n")
+    git(ws.code, "add", "requirements.txt")
+    git(ws.code, "commit", "-qm", "a dependency")
+    ws = Workspace.open(ws.root)
+    env = project_env(ws, "plan", ws.code_repo(), git(ws.code, "rev-parse", "HEAD"))
+    [site] = list(Path(env.python).parents[1].glob("lib/python*/site-packages"))
+    (site / "extra_dir").mkdir()
+    (site / "extra_dir" / "extra_module.py").write_text("VALUE = 7\n")
+    (site / "extra.pth").write_text("# a path line is honoured, an import line never runs\nextra_dir\n"
+                                    f"import pathlib; pathlib.Path({str(tmp_path / 'ran')!r}).write_text('x')\n")
+    canon = tmp_path / "canon"
+    (canon / "tests").mkdir(parents=True)
+    (canon / "tests" / "test_env.py").write_text(
+        "import importlib.util\n\n\ndef test_the_environments_packages_and_no_others():\n"
+        "    import extra_module\n    import iniconfig\n\n    assert extra_module.VALUE == 7 and iniconfig\n"
+        "    assert importlib.util.find_spec('click') is None\n")
+    check = conformance.prepare(canon, ws.code, ("tests/test_env.py",), tmp_path / "run", python=env.python,
+                                roots=env.roots)
+    outcome = run(check.request(env={"PATH": "/usr/bin:/bin"}, timeout=120, limits=None))
+    judgement = check.judge(outcome)
+    check.close()
+    assert judgement.results == {"tests/test_env.py::test_the_environments_packages_and_no_others": True}, \
+        judgement.void or judgement.output
+    assert not (tmp_path / "ran").exists()
