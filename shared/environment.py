@@ -45,6 +45,7 @@ REQUIREMENT_FILES = re.compile(r"^(?:requirements(?:[-_.][\w-]+)?\.txt|requireme
                                r"(?:test|dev)[-_]requirements\.txt)$")
 DEPENDENCY_FILES = re.compile(r"^(?:pyproject\.toml|setup\.cfg|setup\.py|uv\.lock|[\w.-]+\.egg-info/requires\.txt)$")
 BUILD_TIMEOUT = 900.0
+MEASURING_STACK = frozenset({"pytest", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "pygments"})
 
 
 class ProjectEnvError(BanachError):
@@ -269,19 +270,25 @@ def _project_metadata(ws: Workspace, building: Path, project: Path, cache: Path,
 
 
 def _copy_metadata(target: Path, venv: Path) -> int:
-    """Each `NAME-VERSION.dist-info/METADATA` in target (regular files, read without following links) that names a
-    distribution the venv does not already have; returns how many were copied."""
+    """Each `NAME-VERSION.dist-info/METADATA` in target (regular files, read without following links) into the venv,
+    in place of what the index installed under that name (a test dependency may have pulled in the project's released
+    version), but never over the measuring stack's own (pytest and what it imports); returns how many were copied."""
     site = next(iter(sorted(venv.glob("lib/python*/site-packages"))), None)
     if site is None:
         return 0
-    have = {_distribution(entry.name) for entry in site.glob("*.dist-info")}
+    have = {_distribution(entry.name): entry for entry in site.glob("*.dist-info")}
+    done: set[str] = set()
     copied = 0
     for entry in sorted(target.iterdir()):
         metadata = entry / "METADATA"
+        name = _distribution(entry.name)
         if (not entry.name.endswith(".dist-info") or entry.is_symlink() or not entry.is_dir()
                 or metadata.is_symlink() or not metadata.is_file() or metadata.stat().st_size > 1 << 20
-                or _distribution(entry.name) in have):
+                or name in MEASURING_STACK or name in done):
             continue
+        done.add(name)
+        if name in have:
+            remove_tree(have[name])
         (site / entry.name).mkdir()
         shutil.copyfile(metadata, site / entry.name / "METADATA")
         (site / entry.name / "INSTALLER").write_text("banach (the METADATA only; the code is the commit's)\n")
