@@ -21,6 +21,7 @@ FORBIDDEN = {
     "shared (library)": {*LOOPS, APP, MONITOR},
     "shared.contracts": {*LOOPS, APP, MONITOR},
     "shared.checks": {*LOOPS, APP, MONITOR},
+    "shared.environment": {*LOOPS, APP, MONITOR},  # the project's environment: read and built for every role
     ISOLATION: {*LOOPS, APP, MONITOR},
     MONITOR: {*LOOPS, APP, ISOLATION},
     APP: LOOPS,  # the application starts the loops as programs, by name, and never imports them
