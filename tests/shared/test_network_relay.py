@@ -375,6 +375,22 @@ def test_the_relay_dies_with_a_killed_program(tmp_path: Path, gateway: _Gateway)
     assert wait_gone(relays[0]), "the relay outlived the killed program"
 
 
+@needs_netns
+@pytest.mark.landlock
+def test_the_relay_ends_with_a_program_that_exits_under_landlocks_signal_scope(tmp_path: Path, gateway: _Gateway) -> None:
+    """Under --scope the program may not signal the relay (a process outside its domain), not even by dying with the
+    parent-death signal: the relay watches its parent itself. Found when an environment's build, which runs in no
+    cgroup of its own, left one relay per build behind, holding the build's stderr open."""
+    argv = through_relay((*WRAPPER, "--scope"), tmp_path, gateway, WAIT, RELAY_NAME.decode())
+    program = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert program.stdout is not None and program.stdin is not None
+    relays = [int(pid) for pid in program.stdout.readline().split()]
+    assert len(relays) == 1 and alive(relays[0]), relays
+    program.stdin.close()  # the program reads to the end of its input, then exits by itself
+    assert program.wait(timeout=30) == 0
+    assert wait_gone(relays[0]), "the relay outlived the program"
+
+
 # Inside, as uid 65534: the gateway through the relay, and a file written in its folder.
 AS_NOBODY = """
 import http.client, json, os, socket, sys
