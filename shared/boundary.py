@@ -92,7 +92,7 @@ def run_cli(group: Callable[..., object], program: str) -> None:
         raise
     except BaseException:
         report = _crash_report(program)
-        where = f"; a crash report is in {report}" if report else ""
+        where = f"; a crash report is in {report}" if report else f":\n{traceback.format_exc()}"
         click.echo(f"{program} crashed: this is a bug in Banach{where}", err=True)
         sys.exit(3)
     sys.exit(code if isinstance(code, int) else 0)
