@@ -1,12 +1,13 @@
 """The project's environment (shared/environment.py): its build cold and warm, and what it adds to a plan pass.
 
-    python scripts/bench_env.py [--repeat 5]
+    python scripts/bench_env.py [--repeat 5] [--tools pip,uv] [--no-pass]
 
 For each real project vendored in tests/data (humanize, python-slugify, python-dateutil), in a workspace made by
 `banach init --code` from it:
-- cold: the environment built with an empty pip cache (what a new machine pays; the index is reached);
-- warm build: the environment built again with the pip cache kept (a new key on a machine that built one before);
-- cache hit: the environment asked for again, as every pass and turn does (the key is read from git objects).
+- cold: the environment built with an empty cache (what a new machine pays; the index is reached);
+- warm build: the environment built again with the cache kept (a new key on a machine that built one before);
+- cache hit: the environment asked for again, as every pass and turn does (the key is read from git objects);
+each by every [env] tool named (pip and uv), one after the other in one run.
 Then a fresh plan pass (memo off) of the bundled example, side by side: on Banach's interpreter, and in an
 environment of the project's own (forced by [env] requirements), with the conformance runner under the venv's
 interpreter. Medians of --repeat runs; isolation 'none', so that the figures are the environment's own.
@@ -52,15 +53,17 @@ def _project_workspace(root: Path, library: Path) -> Workspace:
     return Workspace.open(ws.root)
 
 
-def _environment_figures(name: str, library: Path, repeat: int) -> None:
+def _environment_figures(name: str, library: Path, repeat: int, tool: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = _project_workspace(Path(tmp), library)
+        ws.config_file.write_text(ws.config_file.read_text() + f'\n[env]\ntool = "{tool}"\n')
+        ws = Workspace.open(ws.root)
         code, head = ws.code_repo(), ws.code_repo().head() or ""
         env_dir = ws.role_dir("plan") / "env"
 
         def build(keep_cache: bool) -> None:
             for entry in env_dir.glob("*") if env_dir.exists() else []:
-                if keep_cache and entry.name == "pip-cache":
+                if keep_cache and entry.name.endswith("-cache"):
                     continue
                 shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
             project_env(ws, "plan", code, head, ws.code)
@@ -70,7 +73,7 @@ def _environment_figures(name: str, library: Path, repeat: int) -> None:
         hit = timed(lambda: project_env(ws, "plan", code, head, ws.code), repeat)
         env = project_env(ws, "plan", code, head, ws.code)
         size = sum(p.stat().st_size for p in Path(env.python).parents[2].rglob("*") if p.is_file() and not p.is_symlink())
-        print(f"{name:22s} cold {cold[0]:6.1f} s   warm build {median_ms(warm) / 1000:6.1f} s   cache hit "
+        print(f"{name:22s} {tool:3s}  cold {cold[0]:6.1f} s   warm build {median_ms(warm) / 1000:6.1f} s   cache hit "
               f"{median_ms(hit):6.1f} ms   ({len(env.requirements)} requirements, {size / 2**20:.0f} MiB)")
 
 
@@ -96,11 +99,15 @@ def _pass_figures(repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tools", default="pip,uv", help="[env] tool values, measured side by side")
+    parser.add_argument("--no-pass", action="store_true", help="only the environments' builds")
     args = parser.parse_args()
     started = time.monotonic()
     for name, library in PROJECTS.items():
-        _environment_figures(name, library, args.repeat)
-    _pass_figures(args.repeat)
+        for tool in args.tools.split(","):
+            _environment_figures(name, library, args.repeat, tool)
+    if not args.no_pass:
+        _pass_figures(args.repeat)
     print(f"({time.monotonic() - started:.0f} s in all)")
 
 

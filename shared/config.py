@@ -238,10 +238,20 @@ class EnvConfig(Model):
                             "*.egg-info/requires.txt and requirements files, are installed into a venv its tests run in; "
                             "none: only `requirements` below")
     python: str = Field("", description="the interpreter the venv is made from; empty: the one Banach runs on")
+    tool: Literal["pip", "uv"] = Field(
+        "pip", description="what makes the venv and installs into it: pip (with python -m venv; reads pip's own "
+                           "configuration, pip.conf and PIP_*), or uv (several times faster; reads uv's own, uv.toml "
+                           "and UV_*, not pip.conf; needs `pip install uv`; never downloads a Python)")
     requirements: tuple[str, ...] = Field((), description="requirements added to what the project's files name")
     import_roots: tuple[str, ...] = Field(
         (), description="folders of the code its packages are imported from, such as [\"src\"]; empty: read from its "
                         "build or pytest configuration, else src/ when the packages are there, else the root")
+    index_hosts: tuple[str, ...] = Field(
+        ("pypi.org", "files.pythonhosted.org"),
+        description="hosts the environment's build may reach, through Banach's proxy in a network of its own, besides "
+                    "those pip's and uv's own configuration names (index-url, extra-index-url, find-links); "
+                    "\".example.org\" takes its subdomains; empty: any host on index_ports (Landlock's port rule "
+                    "alone, the weaker mode)")
     index_ports: tuple[int, ...] = Field((443, 80), description="TCP ports the environment's build may connect to "
                                                                 "(the package index's)")
     install_project: bool = Field(

@@ -182,8 +182,12 @@ def _gateway_findings(ws: Workspace) -> list[Finding]:
 def _environment_findings(ws: Workspace) -> list[Finding]:
     """What the project's code needs to be measured (shared/environment.py), read from its files at HEAD."""
     from shared.environment import what_it_needs
+    from shared.environment.installer import Installer
     from shared.git import is_repo
 
+    if not Installer.available(ws.config.env.tool):
+        return [Finding(False, f'environment: [env] tool = "{ws.config.env.tool}", but it is not installed here',
+                        "pip install uv (or pip install 'banach[uv]'), or set [env] tool = \"pip\"")]
     if not is_repo(ws.code, ws.code_git):
         return []
     code = ws.code_repo()

@@ -94,7 +94,8 @@ def _wanted(ws: Workspace, repo: GitRepo, commit: str) -> _Wanted:
     if not needs:
         return _Wanted(files, roots, [], sys.executable, "")
     needs = own_pytest(needs)
-    return _Wanted(files, roots, needs, python, _key(files, python, (config.requirements, config.index_ports, needs)))
+    key = _key(files, python, (config.requirements, config.index_ports, config.tool, needs))
+    return _Wanted(files, roots, needs, python, key)
 
 
 def _built_by_another(ws: Workspace, role: Role, key: str) -> Path | None:
@@ -129,8 +130,10 @@ def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Pat
         if not (folder / "env.json").is_file():
             started = time.monotonic()
             project = tree if ws.config.env.install_project and has_build_files(wanted.files) else None
-            installed = build(ws, folder, wanted.python, wanted.needs, ws.role_dir(role) / "env" / "pip-cache", project)
-            write_json(folder / "env.json", {"python": wanted.python, "requirements": wanted.needs,
+            cache = ws.role_dir(role) / "env" / f"{ws.config.env.tool}-cache"
+            installed = build(ws, folder, wanted.python, wanted.needs, cache, project)
+            write_json(folder / "env.json", {"python": wanted.python, "tool": ws.config.env.tool,
+                                             "requirements": wanted.needs,
                                              "roots": list(wanted.roots), "project_installed": installed or "not asked",
                                              "built_seconds": round(time.monotonic() - started, 1),
                                              "built_at": time.time()})
@@ -144,7 +147,8 @@ def what_it_needs(ws: Workspace, repo: GitRepo, commit: str) -> str:
     if not wanted.key:
         return f"the code needs nothing beyond pytest (Banach's own interpreter); import roots {roots}"
     built = [role for role in ("spec", "plan", "build") if (ws.role_dir(role) / "env" / wanted.key / "env.json").is_file()]
-    return (f"the code needs {', '.join(wanted.needs)} in a venv from {wanted.python}; import roots {roots}; built for "
+    return (f"the code needs {', '.join(wanted.needs)} in a venv from {wanted.python} (made by "
+            f"{ws.config.env.tool}); import roots {roots}; built for "
             f"{', '.join(built) or 'no role yet (each builds it at its first measurement)'}")
 
 
@@ -156,5 +160,6 @@ def describe_cached(ws: Workspace, role: Role) -> list[str]:
         size = sum(p.stat().st_size for p in record.parent.rglob("*") if p.is_file() and not p.is_symlink())
         age = (time.time() - float(data.get("built_at", 0))) / 3600
         lines.append(f"{role} env {record.parent.name[:12]}: {data['python']}, {len(data['requirements'])} "
-                     f"requirement(s), built {age:.1f} h ago in {data.get('built_seconds', '?')} s, {size / 2**20:.0f} MiB")
+                     f"requirement(s), by {data.get('tool', 'pip')}, built {age:.1f} h ago in "
+                     f"{data.get('built_seconds', '?')} s, {size / 2**20:.0f} MiB")
     return lines

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from shared.environment import ProjectEnvError, import_roots, project_env, requirements
+from shared.environment.installer import Installer
 from shared.journal import Journal
 from shared.workspace import Workspace
-from tests.helpers.workspaces import cli, custom, example, git
+from tests.helpers.workspaces import cli, custom, example, git, set_config
 
+UV = pytest.mark.skipif(not Installer.available("uv"), reason="uv is not installed (it is in the test extra)")
 PYPROJECT = b"""[project]
 name = "demo"
 dependencies = ["requests>=2", "attrs"]
@@ -71,10 +73,12 @@ def test_a_project_that_needs_nothing_runs_on_banachs_interpreter(tmp_path: Path
 
 @pytest.mark.slow
 @pytest.mark.landlock
-def test_building_the_environment_runs_the_projects_setup_py_only_in_the_sandbox(tmp_path: Path) -> None:
-    """install_project runs the project's setup.py (code the agent may have written): it can write only the
-    environment's folder. The control: the same setup.py run plainly does write its marker."""
+@pytest.mark.parametrize("tool", ["pip", pytest.param("uv", marks=UV)])
+def test_building_the_environment_runs_the_projects_setup_py_only_in_the_sandbox(tmp_path: Path, tool: str) -> None:
+    """install_project runs the project's setup.py (code the agent may have written): it can write only a folder of
+    its own. The control: the same setup.py run plainly does write its marker. By pip and by uv ([env] tool)."""
     ws = example(tmp_path, backend="landlock")
+    set_config(ws.root, extra=f'[env]\ntool = "{tool}"\n')
     marker = ws.root / "PWNED-setup-py"
     setup = (f"import pathlib\ntry:\n    pathlib.Path({str(marker)!r}).write_text('ran')\nexcept OSError as exc:\n"
              f"    print('DENIED', exc)\nfrom setuptools import setup\nsetup(name='textkit', version='0', packages=[])\n")
@@ -88,6 +92,7 @@ def test_building_the_environment_runs_the_projects_setup_py_only_in_the_sandbox
     assert not marker.exists(), "the project's setup.py wrote outside the environment"
     record = json.loads((Path(env.python).parents[2] / "env.json").read_text())
     assert record["requirements"][0] == "iniconfig" and record["project_installed"] == "yes", record
+    assert record["tool"] == tool and (tool == "uv") != (Path(env.python).parent / "pip").exists()  # uv makes no pip
     said = subprocess.run([env.python, "-c", "import iniconfig, pytest; print('ok')"], capture_output=True, text=True)
     assert said.stdout.strip() == "ok", said.stderr
     again = project_env(ws, "plan", ws.code_repo(), git(ws.code, "rev-parse", "HEAD"), ws.code)
