@@ -10,7 +10,8 @@ For each real project vendored in tests/data (humanize, python-slugify, python-d
 each by every [env] tool named (pip and uv), one after the other in one run.
 Then a fresh plan pass (memo off) of the bundled example, side by side: on Banach's interpreter, and in an
 environment of the project's own (forced by [env] requirements), with the conformance runner under the venv's
-interpreter. Medians of --repeat runs; isolation 'none', so that the figures are the environment's own.
+interpreter. Medians of --repeat runs; isolation 'none' by default, so that the figures are the environment's own;
+--isolation landlock measures the builds as the loops run them (sandboxed, through the index proxy).
 """
 from __future__ import annotations
 
@@ -42,20 +43,20 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
 
 
-def _project_workspace(root: Path, library: Path) -> Workspace:
+def _project_workspace(root: Path, library: Path, isolation: str = "none") -> Workspace:
     source = root / "source"
     shutil.copytree(library, source, ignore=shutil.ignore_patterns("VENDORED.md"))
     _git(source, "init", "-q", "-b", "main")
     _git(source, "add", "-A")
     _git(source, "commit", "-q", "-m", "sdist")
     ws = init_workspace(root / "ws", example=False, code_source=str(source))
-    ws.config_file.write_text(ws.config_file.read_text().replace('backend = "landlock"', 'backend = "none"'))
+    ws.config_file.write_text(ws.config_file.read_text().replace('backend = "landlock"', f'backend = "{isolation}"'))
     return Workspace.open(ws.root)
 
 
-def _environment_figures(name: str, library: Path, repeat: int, tool: str) -> None:
+def _environment_figures(name: str, library: Path, repeat: int, tool: str, isolation: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        ws = _project_workspace(Path(tmp), library)
+        ws = _project_workspace(Path(tmp), library, isolation)
         ws.config_file.write_text(ws.config_file.read_text() + f'\n[env]\ntool = "{tool}"\n')
         ws = Workspace.open(ws.root)
         code, head = ws.code_repo(), ws.code_repo().head() or ""
@@ -73,8 +74,8 @@ def _environment_figures(name: str, library: Path, repeat: int, tool: str) -> No
         hit = timed(lambda: project_env(ws, "plan", code, head, ws.code), repeat)
         env = project_env(ws, "plan", code, head, ws.code)
         size = sum(p.stat().st_size for p in Path(env.python).parents[2].rglob("*") if p.is_file() and not p.is_symlink())
-        print(f"{name:22s} {tool:3s}  cold {cold[0]:6.1f} s   warm build {median_ms(warm) / 1000:6.1f} s   cache hit "
-              f"{median_ms(hit):6.1f} ms   ({len(env.requirements)} requirements, {size / 2**20:.0f} MiB)")
+        print(f"{name:22s} {tool:3s} {isolation:8s}  cold {cold[0]:6.1f} s   warm build {median_ms(warm) / 1000:6.1f} s   "
+              f"cache hit {median_ms(hit):6.1f} ms   ({len(env.requirements)} requirements, {size / 2**20:.0f} MiB)")
 
 
 def _pass_figures(repeat: int) -> None:
@@ -101,11 +102,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--tools", default="pip,uv", help="[env] tool values, measured side by side")
     parser.add_argument("--no-pass", action="store_true", help="only the environments' builds")
+    parser.add_argument("--isolation", default="none", choices=["none", "landlock"],
+                        help="the builds' isolation backend (landlock: sandboxed, through the index proxy)")
     args = parser.parse_args()
     started = time.monotonic()
     for name, library in PROJECTS.items():
         for tool in args.tools.split(","):
-            _environment_figures(name, library, args.repeat, tool)
+            _environment_figures(name, library, args.repeat, tool, args.isolation)
     if not args.no_pass:
         _pass_figures(args.repeat)
     print(f"({time.monotonic() - started:.0f} s in all)")

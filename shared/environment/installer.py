@@ -23,8 +23,6 @@ from shared.workspace import Workspace
 
 BUILD_TIMEOUT = 900.0
 MEASURING_STACK = frozenset({"pytest", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "pygments"})
-
-
 PASSED_THROUGH = ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy",
                   "no_proxy")
 
