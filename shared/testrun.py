@@ -7,7 +7,7 @@ file's folder is on sys.path, so nothing in the work tree can stand in for pytes
 without the site module (-S): the interpreter's site-packages are put on sys.path here, with the folders their
 .pth files name inside the interpreter's prefix, but no .pth `import` line and no sitecustomize runs. An
 environment's packages were installed by a build that ran other people's code and the project's own
-(shared/environment.py); nothing they left may run in this process before pytest's own reports are in place. The
+(shared/environment/); nothing they left may run in this process before pytest's own reports are in place. The
 report goes to descriptor N, a pipe the measuring process made for this run alone (shared/process.py): no
 path names it, so no other check, and nothing outside this process, can write it or swap it. The process
 makes itself non-dumpable first, so that other processes of its user cannot open its descriptors through
@@ -15,7 +15,7 @@ makes itself non-dumpable first, so that other processes of its user cannot open
 run without that line measures nothing (shared/conformance.py). Only then are the code's import roots (its
 root, or src/ for a src layout) put first on sys.path, so the project's own modules (even ones named `shared`,
 `canon` or `pytest`) are what its tests import, before any installed copy. It runs under the project's
-interpreter (shared/environment.py) as well as Banach's.
+interpreter (shared/environment/) as well as Banach's.
 
 This file imports nothing from Banach: in this process Banach's packages must neither shadow the
 project's nor be shadowed by them.
@@ -60,50 +60,54 @@ class Reporter:
         self._write({"finished": int(exitstatus)})
 
 
-def _prefixes() -> list[str]:
-    """The venv this interpreter was started from, as site.py finds it (a pyvenv.cfg beside the executable or one
-    folder up), then the base interpreter's prefix if that venv includes the system's packages. Without the site
-    module sys.prefix is still the base interpreter's, which would measure the code against the wrong packages."""
+def _site_folders() -> list[tuple[str, str]]:
+    """(site-packages folder, the prefix it belongs to), as site.py would find them: a venv's own (its pyvenv.cfg
+    beside the executable or one folder up; venv always lays them out as lib/pythonX.Y/site-packages), then the base
+    interpreter's when the venv includes the system's packages or there is no venv. Without the site module sys.prefix
+    is still the base interpreter's, and a distribution's patched site.getsitepackages() (Debian's dist-packages)
+    would name the base's folders for a venv too: either would measure the code against the wrong packages."""
+    import site
+
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     folder = os.path.dirname(os.path.abspath(sys.executable))
     for venv in (folder, os.path.dirname(folder)):
         config = os.path.join(venv, "pyvenv.cfg")
-        if os.path.isfile(config):
-            with open(config, encoding="utf-8") as handle:
-                lines = [line.partition("=") for line in handle.read().splitlines()]
-            system = any(key.strip() == "include-system-site-packages" and value.strip().lower() == "true"
-                         for key, _, value in lines)
-            return [venv, sys.prefix] if system else [venv]
-    return [sys.prefix]
+        if not os.path.isfile(config):
+            continue
+        with open(config, encoding="utf-8") as handle:
+            lines = [line.partition("=") for line in handle.read().splitlines()]
+        system = any(key.strip() == "include-system-site-packages" and value.strip().lower() == "true"
+                     for key, _, value in lines)
+        own = [(os.path.join(venv, lib, version, "site-packages"), venv) for lib in ("lib", "lib64")]
+        return own + ([(path, sys.prefix) for path in site.getsitepackages()] if system else [])
+    return [(path, sys.prefix) for path in site.getsitepackages()]
 
 
 def _site_packages() -> list[str]:
     """What site.py would add for this interpreter, without running anything: the site-packages folders, then the
     folders their .pth files name, when those lie inside the same prefix (a .pth's `import` lines are code, and are
     skipped)."""
-    import site
-
     found: list[str] = []
-    for prefix in _prefixes():
+    for folder, prefix in _site_folders():
+        if not os.path.isdir(folder) or os.path.realpath(folder) in map(os.path.realpath, found):
+            continue
+        found.append(folder)
         inside = os.path.realpath(prefix) + os.sep
-        for folder in site.getsitepackages([prefix]):
-            if not os.path.isdir(folder) or folder in found:
+        for name in sorted(os.listdir(folder)):
+            if not name.endswith(".pth") or name.startswith("."):
                 continue
-            found.append(folder)
-            for name in sorted(os.listdir(folder)):
-                if not name.endswith(".pth") or name.startswith("."):
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                    lines = handle.read().splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in lines:
+                line = line.strip()
+                if not line or line.startswith(("#", "import ", "import\t")):
                     continue
-                try:
-                    with open(os.path.join(folder, name), encoding="utf-8") as handle:
-                        lines = handle.read().splitlines()
-                except (OSError, UnicodeDecodeError):
-                    continue
-                for line in lines:
-                    line = line.strip()
-                    if not line or line.startswith(("#", "import ", "import\t")):
-                        continue
-                    path = os.path.realpath(os.path.join(folder, line))
-                    if path.startswith(inside) and os.path.isdir(path) and path not in found:
-                        found.append(path)
+                path = os.path.realpath(os.path.join(folder, line))
+                if path.startswith(inside) and os.path.isdir(path) and path not in found:
+                    found.append(path)
     return found
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,15 +138,24 @@ def test_a_turn_that_changes_the_dependencies_is_measured_in_their_environment(t
         assert not (ws.code / "requirements.txt").exists()  # rolled back
 
 
+DEBIAN_PYTHON = Path(f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}")
+
+
 @pytest.mark.slow
-def test_conformance_runs_see_the_environments_packages_and_no_others(tmp_path: Path) -> None:
+@pytest.mark.parametrize("base", ["banach's", pytest.param("debian's", marks=pytest.mark.skipif(
+    not DEBIAN_PYTHON.is_file() or DEBIAN_PYTHON.resolve() == Path(sys.executable).resolve(),
+    reason=f"no distribution interpreter at {DEBIAN_PYTHON} beside Banach's"))])
+def test_conformance_runs_see_the_environments_packages_and_no_others(tmp_path: Path, base: str) -> None:
     """The runner starts without the site module (so nothing an environment's build left runs before pytest) and puts
     the venv's site-packages on sys.path itself: the venv's, with the folders its .pth files name, never the base
-    interpreter's, whose packages (click, Banach's own) the project did not ask for."""
+    interpreter's, whose packages (click, Banach's own) the project did not ask for. Debian's interpreter too, whose
+    patched site.getsitepackages() names dist-packages folders (the first version followed it and found no pytest)."""
     from shared import conformance
     from shared.process import run
 
     ws = example(tmp_path / "w")
+    if base == "debian's":
+        set_config(ws.root, extra=f'[env]\npython = "{DEBIAN_PYTHON}"\n')
     (ws.code / "requirements.txt").write_text("iniconfig\n")
     git(ws.code, "add", "requirements.txt")
     git(ws.code, "commit", "-qm", "a dependency")
@@ -162,6 +172,7 @@ def test_conformance_runs_see_the_environments_packages_and_no_others(tmp_path: 
         "import importlib.util\n\n\ndef test_the_environments_packages_and_no_others():\n"
         "    import extra_module\n    import iniconfig\n\n    assert extra_module.VALUE == 7 and iniconfig\n"
         "    assert importlib.util.find_spec('click') is None\n")
+    assert Path(env.python).parents[1].joinpath("pyvenv.cfg").is_file()
     check = conformance.prepare(canon, ws.code, ("tests/test_env.py",), tmp_path / "run", python=env.python,
                                 roots=env.roots)
     outcome = run(check.request(env={"PATH": "/usr/bin:/bin"}, timeout=120, limits=None))
