@@ -34,6 +34,8 @@ from shared.isolation.netrelay import _pump
 
 PORT = 3128  # inside the build's own network namespace, where nothing else listens
 _HEAD_LIMIT = 65536
+_HEAD_TIMEOUT = 30.0  # seconds a client may take to send its request's head
+MAX_CONNECTIONS = 64  # at once: each is a thread of the role's process, and the build is code nobody vouches for
 _PIP_FILES = ("/etc/pip.conf", "/etc/xdg/pip/pip.conf", "~/.config/pip/pip.conf", "~/.pip/pip.conf")
 _UV_FILES = ("/etc/uv/uv.toml", "/etc/xdg/uv/uv.toml", "~/.config/uv/uv.toml")
 _URL_VARIABLES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX_URL", "UV_DEFAULT_INDEX",
@@ -92,6 +94,7 @@ class IndexProxy:
         direct.chmod(0o600)
         self._listener.listen(64)
         self._thread = threading.Thread(target=self._serve, name="banach-index-proxy", daemon=True)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
     def _through_proc(self) -> Path:
         """A unix socket's address holds 107 bytes, and a workspace may lie deeper: the folder is then named through
@@ -134,11 +137,26 @@ class IndexProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            if not self._slots.acquire(blocking=False):
+                client.close()  # a build that opens more at once than pip or uv ever would gets nothing more
+                continue
             threading.Thread(target=self._carry, args=(client,), daemon=True).start()
 
     def _carry(self, client: socket.socket) -> None:
+        try:
+            self._answer(client)
+        except OSError:
+            pass  # the client went away: nothing to tell it
+        finally:
+            self._slots.release()
+
+    def _answer(self, client: socket.socket) -> None:
         with client:
+            client.settimeout(_HEAD_TIMEOUT)
             head, rest = _read_head(client)
+            if head == b"\r\n\r\n":
+                return  # closed, or sent nothing
+            client.settimeout(None)  # a download may pause as long as it likes
             try:
                 method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
                 tunnel = method == "CONNECT"

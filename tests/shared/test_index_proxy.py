@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,3 +164,41 @@ def test_a_projects_setup_py_reaches_no_host_but_the_index(tmp_path: Path, echo_
         assert '"direct": "sent"' not in summary and not heard, (summary, heard)
     else:
         assert '"direct": "sent"' in summary and heard and heard[0].startswith(b"EXFILTRATED"), (summary, heard)
+
+
+def test_a_flood_of_idle_connections_is_bounded_and_the_proxy_still_serves(echo_server: tuple[int, list[bytes]]) -> None:
+    """A build is code nobody vouches for: connections that never send a head hold at most MAX_CONNECTIONS threads of
+    the role's process; the rest are closed at once, and a real request still gets through once they are gone."""
+    import shared.isolation.index_proxy as index_proxy
+
+    port, heard = echo_server
+    with IndexProxy(["127.0.0.1"], [port]) as proxy:
+        before = threading.active_count()
+        idle = []
+        for _ in range(index_proxy.MAX_CONNECTIONS * 3):
+            link = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            link.connect(str(proxy.socket_path))
+            idle.append(link)
+        refused = 0
+        for link in idle[index_proxy.MAX_CONNECTIONS + 8:]:  # accepted after the slots were full: closed unanswered
+            link.settimeout(5)
+            refused += link.recv(1) == b""
+        assert refused == len(idle) - index_proxy.MAX_CONNECTIONS - 8
+        assert threading.active_count() - before <= index_proxy.MAX_CONNECTIONS
+        for link in idle:
+            link.close()
+        for _ in range(50):  # the held slots come back as their clients go
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as link:
+                    link.connect(str(proxy.socket_path))
+                    link.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nHELLO".encode())
+                    link.settimeout(5)
+                    answer = link.recv(4096)
+                    answer += link.recv(4096) if b"ECHO" not in answer else b""
+                if b"ECHO HELLO" in answer:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the proxy served nothing after the flood")
