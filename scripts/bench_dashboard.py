@@ -121,6 +121,22 @@ def page_loads(ws: Workspace, repeats: int = 5) -> dict[str, float]:
         server.stop()
 
 
+def live_refresh(ws: Workspace, repeats: int = 7) -> float:
+    """What an open overview costs the server when a journal gains a row: its fragment, then the plot image its new
+    src asks for (the same heads), median seconds over `repeats` new rows."""
+    server = Server(ws)
+    try:
+        took = []
+        for n in range(repeats):
+            with Journal.for_role(ws, "build") as journal:  # SYNTHETIC: one more row, so the heads move
+                journal.append("note", {"synthetic": n})
+            key = time.monotonic_ns()
+            took.append(server.seconds("/?fragment=1") + server.seconds(f"/plot.svg?h={key}"))
+        return statistics.median(took)
+    finally:
+        server.stop()
+
+
 def memory(ws: Workspace, browser: object, minutes: float) -> tuple[float, float, int]:
     server = Server(ws)
     try:
@@ -150,7 +166,19 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=10_000)
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--memory-only", action="store_true", help="only part 3, with a sample each minute")
+    parser.add_argument("--live-only", action="store_true", help="only an open overview's refresh (fragment and plot) "
+                        "per new row, at --iterations")
     args = parser.parse_args()
+    if args.live_only:
+        folder = Path(tempfile.mkdtemp(prefix="banach-dashboard-bench-"))
+        try:
+            ws = workspace(folder / "large")
+            synthetic_history(ws, args.iterations)
+            print(f"live refresh of the overview at {args.iterations:,} iterations: "
+                  f"{live_refresh(ws) * 1000:.0f} ms (fragment + plot, median of 7 new rows)")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
     from playwright.sync_api import sync_playwright
 
     folder = Path(tempfile.mkdtemp(prefix="banach-dashboard-bench-"))
