@@ -11,6 +11,7 @@ import importlib
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,11 @@ from pathlib import Path
 from shared.environment.files import ProjectEnvError
 from shared.export import remove_tree
 from shared.isolation.index_proxy import IndexProxy, index_hosts
-from shared.process import Outcome, Request, run
+from shared.process import Limits, Outcome, Request, run
 from shared.workspace import Workspace
 
 BUILD_TIMEOUT = 900.0
+METADATA_LIMIT = 1 << 20
 MEASURING_STACK = frozenset({"pytest", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "pygments"})
 PASSED_THROUGH = ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy",
                   "no_proxy")
@@ -131,7 +133,8 @@ class _Network:
             env = {**{k: v for k, v in env.items() if "proxy" not in k.lower()}, **self.proxy.environment()}
         else:
             argv = sandbox_argv(self.ws, argv, writable, connect_ports=tuple(self.ws.config.env.index_ports))
-        return run(Request(argv, cwd=cwd, env=env, timeout=BUILD_TIMEOUT))
+        contained = Limits()  # no caps, but a cgroup of its own: nothing the step starts outlives it
+        return run(Request(argv, cwd=cwd, env=env, timeout=BUILD_TIMEOUT, limits=contained))
 
     def refusals(self) -> str:
         if self.proxy is None or not self.proxy.refused:
@@ -173,9 +176,10 @@ def _project_metadata(installer: Installer, network: _Network, building: Path, p
 
 
 def _copy_metadata(target: Path, venv: Path) -> int:
-    """Each `NAME-VERSION.dist-info/METADATA` in target (regular files, read without following links) into the venv,
-    in place of what the index installed under that name (a test dependency may have pulled in the project's released
-    version), but never over the measuring stack's own (pytest and what it imports); returns how many were copied."""
+    """Each `NAME-VERSION.dist-info/METADATA` in target into the venv, in place of what the index installed under that
+    name (a test dependency may have pulled in the project's released version), but never over the measuring stack's
+    own (pytest and what it imports); returns how many were copied. target was written by the agent's code, which may
+    still be running: each file is opened without following a link and read from what was opened."""
     site = next(iter(sorted(venv.glob("lib/python*/site-packages"))), None)
     if site is None:
         return 0
@@ -183,20 +187,40 @@ def _copy_metadata(target: Path, venv: Path) -> int:
     done: set[str] = set()
     copied = 0
     for entry in sorted(target.iterdir()):
-        metadata = entry / "METADATA"
         name = _distribution(entry.name)
-        if (not entry.name.endswith(".dist-info") or entry.is_symlink() or not entry.is_dir()
-                or metadata.is_symlink() or not metadata.is_file() or metadata.stat().st_size > 1 << 20
-                or name in MEASURING_STACK or name in done):
+        if not entry.name.endswith(".dist-info") or name in MEASURING_STACK or name in done:
+            continue
+        metadata = _read_unfollowed(entry, "METADATA", METADATA_LIMIT)
+        if metadata is None:
             continue
         done.add(name)
         if name in have:
             remove_tree(have[name])
         (site / entry.name).mkdir()
-        shutil.copyfile(metadata, site / entry.name / "METADATA")
+        (site / entry.name / "METADATA").write_bytes(metadata)
         (site / entry.name / "INSTALLER").write_text("banach (the METADATA only; the code is the commit's)\n")
         copied += 1
     return copied
+
+
+def _read_unfollowed(folder: Path, name: str, limit: int) -> bytes | None:
+    """folder/name when both are what they say (a folder, a regular file of at most limit bytes), opened without
+    following a link at either step; None otherwise."""
+    try:
+        directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+    except OSError:
+        return None
+    finally:
+        os.close(directory)
+    with os.fdopen(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None
+        data = file.read(limit + 1)
+    return data if len(data) <= limit else None
 
 
 def _distribution(dist_info: str) -> str:

@@ -122,3 +122,56 @@ def test_what_the_environment_holds_never_runs_before_pytest(wide: Workspace, tm
         check.close()
     assert verdicts["runner"][0] is False and not verdicts["runner"][1], verdicts  # measured, and failing
     assert verdicts["with site.py"] == (True, ""), verdicts  # the control: the forger buys a site-running runner
+
+
+SWAPPING_SETUP = r'''import glob, os, sys, time
+
+def _workspace(folder):
+    while folder != os.path.dirname(folder):
+        if os.path.isfile(os.path.join(folder, "banach.toml")):
+            return folder
+        folder = os.path.dirname(folder)
+    return None
+
+workspace = _workspace(os.getcwd())
+target = os.path.join(os.path.dirname(os.getcwd()), "project-install")
+if workspace and os.path.isdir(target) and os.fork() == 0:  # bounded: only inside a workspace's environment build
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    key = os.path.join(workspace, "state", "keys", "plan.key")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for metadata in glob.glob(os.path.join(target, "*.dist-info", "METADATA")):
+            if not os.path.islink(metadata):
+                try:
+                    os.remove(metadata)
+                    os.symlink(key, metadata)
+                except OSError:
+                    pass
+        time.sleep(0.005)
+    os._exit(0)
+from setuptools import setup
+setup(name="textkit", version="0.1", packages=[])
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.landlock
+def test_a_metadata_swapped_for_a_link_to_a_key_is_not_followed(wide_landlock: Workspace) -> None:
+    """The project's build leaves a process behind that swaps its METADATA for a link to plan's key, which plan (not
+    the build: the keys are hidden from it) could read; were the copy to follow it, the key would land in the venv,
+    which every turn can read."""
+    ws = wide_landlock
+    (ws.code / "setup.py").write_text(SWAPPING_SETUP)
+    (ws.code / "requirements.txt").write_text("iniconfig\n")
+    git(ws.code, "add", "setup.py", "requirements.txt")
+    git(ws.code, "commit", "-qm", "a setup.py that leaves a process behind")
+    key = (ws.keys_dir / "plan.key").read_bytes()
+    _certify(ws)
+    site = _venv_site(ws, "plan")
+    landed = [path for path in site.rglob("*") if path.is_file() and not path.is_symlink() and key in path.read_bytes()]
+    assert not landed, landed
+    record = json.loads((site.parents[3] / "env.json").read_text())
+    assert record["project_installed"].startswith("no"), record  # the link was seen and refused, not copied
