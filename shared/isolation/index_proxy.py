@@ -30,7 +30,7 @@ from types import TracebackType
 from urllib.parse import unquote, urlsplit
 
 from shared.export import remove_tree
-from shared.isolation.netrelay import _pump
+from shared.isolation.netrelay import pump
 
 PORT = 3128  # inside the build's own network namespace, where nothing else listens
 _HEAD_LIMIT = 65536
@@ -188,9 +188,9 @@ class IndexProxy:
                         upstream.sendall(rest)
                 else:
                     upstream.sendall(head + rest)
-                back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
+                back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
                 back.start()
-                _pump(client, upstream)
+                pump(client, upstream)
                 back.join()
 
 

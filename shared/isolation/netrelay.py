@@ -87,7 +87,7 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack(_IFREQ, name, flags | _IFF_UP))
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def pump(source: socket.socket, sink: socket.socket) -> None:
     """Copy until source's end of file, then pass the half-close on; on an error, end both ways."""
     try:
         while data := source.recv(_CHUNK):
@@ -111,9 +111,9 @@ def _carry(client: socket.socket, gateway: str) -> None:
             print(f"banach relay: cannot reach the gateway at {gateway}: {exc.strerror}", file=sys.stderr, flush=True)
             return
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a streamed token goes out as it comes
-        back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
+        back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
         back.start()
-        _pump(client, upstream)
+        pump(client, upstream)
         back.join()
 
 
