@@ -10,9 +10,7 @@ but without the canary; a command sensor yields one identity from its exit code.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import stat
 import sys
 import threading
 import xml.etree.ElementTree as ET
@@ -24,6 +22,7 @@ from typing import Any, Protocol
 from shared import conformance
 from shared.export import remove_tree
 from shared.process import Limits, Request, run
+from shared.untrusted import read_untrusted
 
 SCORE = re.compile(r"^SCORE:\s*(-?\d+(?:\.\d+)?)\s*$", re.MULTILINE)
 
@@ -72,22 +71,8 @@ class Reading:
 JUNIT_LIMIT = 16_000_000  # bytes of a pytest-kind sensor's junit XML; past it the file is not read
 
 
-def _read_untrusted(path: Path, limit: int) -> bytes | None:
-    """A file a sandboxed child wrote, read without trusting it: only a regular file (a FIFO, a device or a link is
-    refused without blocking), at most `limit` bytes; None when it is anything else."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
-        return handle.read(limit + 1)[:limit]
-
-
 def _junit_results(path: Path, name: str) -> dict[str, bool]:
-    data = _read_untrusted(path, JUNIT_LIMIT)
+    data = read_untrusted(path, JUNIT_LIMIT)  # a FIFO, a device or a link is refused
     try:
         root = ET.fromstring(data) if data is not None else None
     except ET.ParseError:

@@ -11,7 +11,6 @@ import importlib
 import os
 import re
 import shutil
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from shared.environment.files import ProjectEnvError
 from shared.export import remove_tree
 from shared.isolation.index_proxy import IndexProxy, index_hosts
 from shared.process import Limits, Outcome, Request, run
+from shared.untrusted import read_untrusted
 from shared.workspace import Workspace
 
 BUILD_TIMEOUT = 900.0
@@ -190,7 +190,7 @@ def _copy_metadata(target: Path, venv: Path) -> int:
         name = _distribution(entry.name)
         if not entry.name.endswith(".dist-info") or name in MEASURING_STACK or name in done:
             continue
-        metadata = _read_unfollowed(entry, "METADATA", METADATA_LIMIT)
+        metadata = read_untrusted(entry / "METADATA", METADATA_LIMIT)
         if metadata is None:
             continue
         done.add(name)
@@ -201,26 +201,6 @@ def _copy_metadata(target: Path, venv: Path) -> int:
         (site / entry.name / "INSTALLER").write_text("banach (the METADATA only; the code is the commit's)\n")
         copied += 1
     return copied
-
-
-def _read_unfollowed(folder: Path, name: str, limit: int) -> bytes | None:
-    """folder/name when both are what they say (a folder, a regular file of at most limit bytes), opened without
-    following a link at either step; None otherwise."""
-    try:
-        directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
-    except OSError:
-        return None
-    finally:
-        os.close(directory)
-    with os.fdopen(handle, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            return None
-        data = file.read(limit + 1)
-    return data if len(data) <= limit else None
 
 
 def _distribution(dist_info: str) -> str:
