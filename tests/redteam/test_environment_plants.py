@@ -63,15 +63,21 @@ def _certify(ws: Workspace) -> tuple[str, list[str]]:
     return result.stdout + result.stderr, evidence
 
 
-@pytest.mark.slow
-@pytest.mark.landlock
-def test_under_landlock_the_projects_build_cannot_write_the_environment(wide_landlock: Workspace) -> None:
-    ws = wide_landlock
+def _planted_and_measured(ws: Workspace) -> Path:
+    """The attack lands as a commit and plan certifies what it can: nothing, with TK-1's wrong slugify measured as
+    failing. Returns the site-packages of the venv plan measured in."""
     _plant(ws)
     out, evidence = _certify(ws)
     assert "CERTIFIED" not in out.replace("NOT CERTIFIED", ""), out
     assert evidence, "TK-1's wrong slugify was not measured as failing"
-    site = _venv_site(ws, "plan")
+    return _venv_site(ws, "plan")
+
+
+@pytest.mark.slow
+@pytest.mark.landlock
+def test_under_landlock_the_projects_build_cannot_write_the_environment(wide_landlock: Workspace) -> None:
+    ws = wide_landlock
+    site = _planted_and_measured(ws)
     summary = _summary(site)
     assert all(f"{name} DENIED" in summary for name in PLANTED), summary  # setup.py ran, and was refused
     assert not [name for name in PLANTED if (site / name).exists()]
@@ -102,11 +108,7 @@ def test_what_the_environment_holds_never_runs_before_pytest(wide: Workspace, tm
     """Isolation `none`: nothing stops setup.py, and the forger lands in the venv. The runner still measures the
     code as it is, and the control shows the forger is live: the same run with site.py allowed is bought."""
     ws = wide
-    _plant(ws)
-    out, evidence = _certify(ws)
-    assert "CERTIFIED" not in out.replace("NOT CERTIFIED", ""), out
-    assert evidence, "TK-1's wrong slugify was not measured as failing"
-    site = _venv_site(ws, "plan")
+    site = _planted_and_measured(ws)
     assert all(f"{name} written" in _summary(site) for name in PLANTED), _summary(site)
     assert all((site / name).is_file() for name in PLANTED)
 
