@@ -70,17 +70,18 @@ class Installer:
                 str(source))
 
     def environment(self, home: Path, cache: Path | None) -> dict[str, str]:
-        """HOME and TMPDIR its own, the tool's own settings from ours, and the cache (None: no cache)."""
+        """HOME and TMPDIR its own, the tool's own settings from ours, and the cache (None: none named here; a step
+        that must use no cache says so on its command line)."""
         prefix = "UV_" if self.tool == "uv" else "PIP_"
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(home),
                **{k: v for k, v in os.environ.items() if k.startswith(prefix) or k in PASSED_THROUGH}}
         if self.tool == "uv":
             env.update({"UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"})
             env.pop("UV_CACHE_DIR", None)
-            return {**env, "UV_CACHE_DIR": str(cache)} if cache else {**env, "UV_NO_CACHE": "1"}
+            return {**env, "UV_CACHE_DIR": str(cache)} if cache else env
         env.update({"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"})
         env.pop("PIP_CACHE_DIR", None)
-        return {**env, "PIP_CACHE_DIR": str(cache)} if cache else {**env, "PIP_NO_CACHE_DIR": "1"}
+        return {**env, "PIP_CACHE_DIR": str(cache)} if cache else env
 
 
 def _uv() -> str:
