@@ -8,22 +8,26 @@ the gateway's unix socket, which a path reaches from any namespace. Then the wra
 CAP_NET_ADMIN from its bounding set, so that a program running as root cannot setns(2) back into the host's network
 or rewire this one. Anything that cannot be done is refused, never skipped: an open network is not a fallback.
 
-Light on imports like shared.isolation.sandbox; threading is imported in the relay process only.
+Everything the relay runs is imported here, at the top, never late: the relay runs after a turn started by root has
+given up root, when the interpreter's own modules may sit in a folder only root can enter (pyenv's, under /root).
 """
 from __future__ import annotations
 
 import errno
 import fcntl
 import os
+import select
 import signal
 import socket
 import struct
 import sys
+import threading
 
 from shared.errors import IsolationError
 from shared.isolation.kernel import call
 
 RELAY_NAME = b"banach-relay"  # the relay's /proc/PID/comm
+SAYS = "banach relay: "  # how each line the relay writes on the program's stderr begins
 _CLONE_NEWNET, _CLONE_NEWUSER = 0x40000000, 0x10000000
 _PR_SET_PDEATHSIG, _PR_SET_NAME, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 1, 15, 24, 47, 4
 _CAP_NET_ADMIN, _CAP_SYS_ADMIN = 12, 21
@@ -102,13 +106,11 @@ def pump(source: socket.socket, sink: socket.socket) -> None:
 
 
 def _carry(client: socket.socket, gateway: str) -> None:
-    import threading
-
     with client, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as upstream:
         try:
             upstream.connect(gateway)
         except OSError as exc:
-            print(f"banach relay: cannot reach the gateway at {gateway}: {exc.strerror}", file=sys.stderr, flush=True)
+            print(f"{SAYS}cannot reach the gateway at {gateway}: {exc.strerror}", file=sys.stderr, flush=True)
             return
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a streamed token goes out as it comes
         back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
@@ -128,8 +130,6 @@ def _serve(listener: socket.socket, gateway: str, parent: int) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
-    import threading
-
     threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
     while True:
         client, _ = listener.accept()
@@ -139,8 +139,6 @@ def _serve(listener: socket.socket, gateway: str, parent: int) -> None:
 def _end_with(parent: int) -> None:
     """End this relay when the program ends. The parent-death signal alone does not do it under Landlock's signal
     scope: the program, in a domain below the relay's, may not signal it, not even by dying."""
-    import select
-
     try:
         handle = os.pidfd_open(parent)
     except OSError:  # gone already, or no pidfd (Linux < 5.3): look every half second
@@ -161,7 +159,7 @@ def _start_relay(gateway: str, port: int) -> None:
         try:
             _serve(listener, gateway, parent)
         except BaseException as exc:  # noqa: BLE001 - reported, and the process ends here either way
-            print(f"banach relay: stopped: {exc!r}", file=sys.stderr, flush=True)
+            print(f"{SAYS}stopped: {exc!r}", file=sys.stderr, flush=True)
         finally:
             os._exit(0)  # never return into the wrapper's code
     listener.close()
@@ -171,6 +169,12 @@ def _drop_network_admin() -> None:
     for capability in (_CAP_NET_ADMIN, _CAP_SYS_ADMIN):
         call("prctl", _PR_CAPBSET_DROP, capability, 0, 0, 0)
     call("prctl", _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+
+def relay_failure(stderr: str) -> str:
+    """The first line the relay wrote on a program's stderr, or ''. The program may write such a line too, so it is
+    an explanation for a person, never a verdict."""
+    return next((line.strip() for line in stderr.splitlines() if line.startswith(SAYS)), "")
 
 
 def check_relay(gateway: str, port: int) -> None:

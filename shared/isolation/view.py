@@ -86,6 +86,18 @@ class View:
         return [(source, target, rw) for target, (source, rw) in sorted(found.items(), key=lambda kv: kv[0].count("/"))]
 
 
+class NoLateImports:
+    """Refuses every import from here on. Once a turn started by root gives up root, the interpreter's own modules may
+    sit in a folder it can no longer enter (pyenv's, under /root), and whether an import works then depends on whether
+    the view's root is in place yet: a race. Refusing them all makes a late import fail on every machine, in the tests,
+    instead of on some machines, some of the time."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
+        raise ImportError(f"{name} is imported while a view is built, after root may have been given up; import it at "
+                          "the top of its module (shared/isolation/view.py, NoLateImports)")
+
+
 def _sys(number: int, *args: object) -> int:
     return call("syscall", number, *args)
 
@@ -268,6 +280,7 @@ def enter(view: View) -> None:
     from shared.isolation.netrelay import loopback_up, serve_gateway, why_no_user_namespace  # noqa: F401 (before root is
     # given up: the interpreter's own modules may sit in a folder only root can enter)
 
+    sys.meta_path.insert(0, NoLateImports())
     cwd = os.getcwd()
     as_root = os.geteuid() == 0
     try:

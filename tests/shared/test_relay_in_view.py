@@ -1,0 +1,72 @@
+"""The gateway's relay as a turn gets it: in a view, started by root and run as uid 65534, with Banach's interpreter in
+a folder only root may enter (as pyenv installs it under /root). The relay is forked after root is given up and
+before the view's root is in place, so anything it imported late failed, or not, depending on which came first (issue
+38: 0 of 7 real CLIs reached the model). The program inside is bash, so that nothing but the relay needs Python."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shared.isolation.view import SYSTEM_FOLDERS
+from tests.helpers.isolation import view_unavailable
+from tests.helpers.private_python import private_python
+
+pytestmark = [pytest.mark.root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="a turn gives up root only when started by root"),
+              pytest.mark.skipif(bool(view_unavailable()), reason=f"no view here: {view_unavailable()}"),
+              pytest.mark.skipif(shutil.which("bash") is None, reason="the program inside is bash (its /dev/tcp)")]
+
+RUNS = 100
+ASK = "exec 3<>/dev/tcp/127.0.0.1/8080 && printf ping >&3 && head -c 4 <&3"
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator[Path]:
+    """A unix socket that answers 'pong' to each connection, as many at once as come."""
+    path = tmp_path / "gateway.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(64)
+
+    def answer() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                if connection.recv(4) == b"ping":
+                    connection.sendall(b"pong")
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        yield path
+    finally:
+        listener.close()
+
+
+def test_the_relay_answers_every_time_as_nobody_with_an_interpreter_in_a_private_folder(tmp_path: Path,
+                                                                                       gateway: Path) -> None:
+    python = private_python(tmp_path)
+    bare = subprocess.run((str(python), "-I", "-c", "import sys; print('threading' in sys.modules)"),
+                          capture_output=True, text=True, timeout=60)
+    assert bare.stdout.strip() == "False", "this interpreter imports threading at start-up: the test would prove nothing"
+    work = tmp_path / "work"
+    work.mkdir()
+    argv = (str(python), "-I", "-m", "shared.isolation.sandbox", "--view",
+            *(flag for folder in SYSTEM_FOLDERS for flag in ("--read", folder)), "--write", str(work),
+            "--gateway-relay", f"{gateway}:8080", "--", "bash", "-c", ASK)
+    failures = []
+    for _ in range(RUNS):
+        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=60)
+        if done.stdout != "pong":
+            failures.append((done.returncode, done.stderr.strip()[-300:]))
+    assert not failures, f"{len(failures)} of {RUNS} got no answer; the first: {failures[0]}"
+
