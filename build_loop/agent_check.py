@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from build_loop.agents import ModelRoute, invocation, preset_env, preset_for
-from shared.errors import AgentError
+from shared.errors import AgentError, IsolationError
 from shared.isolation.policy import sandbox_argv, turn_view
+from shared.isolation.trial import PORT, answering_gateway
 from shared.process import Request, run
 from shared.workspace import Workspace
 
@@ -32,51 +33,62 @@ def is_bundled_example(ws: Workspace) -> bool:
 def check_agents(ws: Workspace) -> list[AgentCheck]:
     """Run each ladder rung's CLI with --version through the same sandbox its turns get, so that a missing or
     broken agent shows before a turn is spent on it; and refuse the simulated agent on a real repository."""
-    checks = []
     scratch = Path(tempfile.mkdtemp(prefix="banach-agent-check-"))
-    try:
-        for rung in dict.fromkeys(ws.config.build.rungs):
-            preset = preset_for(ws.config, rung)
-            if preset.preset == "sim":
-                example = is_bundled_example(ws)
-                checks.append(AgentCheck(example, f"agent {rung}: the SIMULATED agent" + (
-                    " (fine for the bundled example)" if example else ", on a workspace that is not the bundled example: "
-                    "it only knows the example's reference changes, so every item would stall"),
-                    "" if example else "set build.agent to a real preset (docs/agents.md shows a working banach.toml "
-                    "for claude, codex and aider)"))
-                continue
-            provider = ws.config.gateway.providers.get(preset.provider)
-            # --version calls no model: a route to nowhere stands in for the gateway
-            route = ModelRoute("http://127.0.0.1:9", "version-check", provider.wire) if provider else None
-            try:
-                call = invocation(ws.config, rung, scratch / "prompt.md", route=route)
-            except AgentError as exc:
-                checks.append(AgentCheck(False, f"agent {rung}: {exc}", "fix the preset in banach.toml"))
-                continue
-            program = shlex.split(preset.command)[0] if preset.command else call.argv[0]
-            missing = _missing_files(preset.command, ws.code) if preset.preset == "command" else []
-            if missing:  # `python agent.py --version` would pass without the script
-                checks.append(AgentCheck(False, f"agent {rung}: its command names {missing[0]}, which does not exist",
-                                         f"fix agents.{rung}.command in banach.toml (relative paths start in the work "
-                                         "tree)"))
-                continue
-            env = {key: os.environ[key] for key in ws.config.build.env_allow if key in os.environ}
-            env.update({**preset_env(call, scratch), "TMPDIR": str(scratch)})
-            (scratch / "home").mkdir(exist_ok=True)
-            view = turn_view(ws, (program, "--version"), env, read=(), home=scratch / "home", python=sys.executable)
-            argv = sandbox_argv(ws, (program, "--version"), [scratch, *call.state_paths], view=view)
-            outcome = run(Request(argv, cwd=scratch, env=env, timeout=60))
-            said = (outcome.stdout + outcome.stderr).strip().splitlines()
-            if outcome.ok:
-                checks.append(AgentCheck(True, f"agent {rung}: {program} --version: {said[0] if said else '(no output)'}"))
-            else:
-                status = "timed out" if outcome.timed_out else f"exit code {outcome.returncode}"
-                checks.append(AgentCheck(False, f"agent {rung}: {program} --version failed ({status}): "
-                                         f"{said[-1] if said else 'no output'}",
-                                         f"install {program} where build-loop finds it (scripts/install_clis.py installs "
-                                         f"the pinned CLIs), or fix agents.{rung}.command in banach.toml"))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    with answering_gateway() as gateway:
+        try:
+            return _check_rungs(ws, scratch, gateway)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _check_rungs(ws: Workspace, scratch: Path, gateway: Path) -> list[AgentCheck]:
+    """Each rung's --version in its turn's view, behind the relay to `gateway` where its turns get one."""
+    checks = []
+    for rung in dict.fromkeys(ws.config.build.rungs):
+        preset = preset_for(ws.config, rung)
+        if preset.preset == "sim":
+            example = is_bundled_example(ws)
+            checks.append(AgentCheck(example, f"agent {rung}: the SIMULATED agent" + (
+                " (fine for the bundled example)" if example else ", on a workspace that is not the bundled example: "
+                "it only knows the example's reference changes, so every item would stall"),
+                "" if example else "set build.agent to a real preset (docs/agents.md shows a working banach.toml "
+                "for claude, codex and aider)"))
+            continue
+        provider = ws.config.gateway.providers.get(preset.provider)
+        # --version calls no model: a gateway that only answers 'pong' stands in for build's
+        route = ModelRoute(f"http://127.0.0.1:{PORT}", "version-check", provider.wire) if provider else None
+        relay = (gateway, PORT) if provider and ws.config.gateway.network == "gateway-only" else None
+        try:
+            call = invocation(ws.config, rung, scratch / "prompt.md", route=route)
+        except AgentError as exc:
+            checks.append(AgentCheck(False, f"agent {rung}: {exc}", "fix the preset in banach.toml"))
+            continue
+        program = shlex.split(preset.command)[0] if preset.command else call.argv[0]
+        missing = _missing_files(preset.command, ws.code) if preset.preset == "command" else []
+        if missing:  # `python agent.py --version` would pass without the script
+            checks.append(AgentCheck(False, f"agent {rung}: its command names {missing[0]}, which does not exist",
+                                     f"fix agents.{rung}.command in banach.toml (relative paths start in the work "
+                                     "tree)"))
+            continue
+        env = {key: os.environ[key] for key in ws.config.build.env_allow if key in os.environ}
+        env.update({**preset_env(call, scratch), "TMPDIR": str(scratch)})
+        (scratch / "home").mkdir(exist_ok=True)
+        view = turn_view(ws, (program, "--version"), env, read=(), home=scratch / "home", python=sys.executable)
+        try:
+            argv = sandbox_argv(ws, (program, "--version"), [scratch, *call.state_paths], view=view, gateway_relay=relay)
+        except IsolationError as exc:  # its turns would be refused the same way
+            checks.append(AgentCheck(False, f"agent {rung}: no turn can run it: {exc}", "see the reason"))
+            continue
+        outcome = run(Request(argv, cwd=scratch, env=env, timeout=60))
+        said = (outcome.stdout + outcome.stderr).strip().splitlines()
+        if outcome.ok:
+            checks.append(AgentCheck(True, f"agent {rung}: {program} --version: {said[0] if said else '(no output)'}"))
+        else:
+            status = "timed out" if outcome.timed_out else f"exit code {outcome.returncode}"
+            checks.append(AgentCheck(False, f"agent {rung}: {program} --version failed ({status}): "
+                                     f"{said[-1] if said else 'no output'}",
+                                     f"install {program} where build-loop finds it (scripts/install_clis.py installs "
+                                     f"the pinned CLIs), or fix agents.{rung}.command in banach.toml"))
     return checks
 
 

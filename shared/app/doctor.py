@@ -27,8 +27,13 @@ def examine(ws: Workspace | None) -> list[Finding]:
     if abi:
         for missing in landlock_features()["missing"]:
             findings.append(Finding(False, f"Landlock: {missing}", "a newer kernel enforces it; until then it is not held"))
-    findings.append(gateway_only_network(configured=ws is not None and ws.config.gateway.network == "gateway-only"))
-    findings.append(turn_views(configured=ws is None or ws.config.isolation.reach == "turn"))
+    from shared.isolation.view import probe
+
+    views_missing = probe()
+    in_views = ws is None or ws.config.isolation.reach == "turn"
+    findings.append(turn_views(views_missing, configured=in_views))
+    findings.append(turn_network(in_view=in_views and not views_missing,
+                                 configured=ws is None or ws.config.gateway.network == "gateway-only"))
     lacking = containment_available()
     findings.append(Finding(not lacking, "cgroups: each agent turn and check runs in its own cgroup, killed whole"
                             if not lacking else f"cgroups: {lacking}",
@@ -85,66 +90,29 @@ def examine(ws: Workspace | None) -> list[Finding]:
     return findings
 
 
-# Run inside the gateway-only network: only loopback, and the relay's port answers with the throwaway gateway.
-_GATEWAY_PROBE = """
-import socket
-with socket.create_connection(("127.0.0.1", 8080), timeout=5) as gateway:
-    gateway.sendall(b"ping")
-    print(gateway.recv(4).decode(), *(name for _, name in socket.if_nameindex()))
-"""
+def turn_network(*, in_view: bool, configured: bool) -> Finding:
+    """What a turn with a model provider runs, tried for real: the wrapper, in a turn's view where turns get one (as uid
+    65534 under root), with its relay to a gateway that answers, and a program inside that talks to it through the
+    relay and lists its interfaces. A failure is a problem only where the gateway-only network is configured."""
+    from shared.isolation.trial import answering_gateway, try_turn_network
 
-
-def gateway_only_network(*, configured: bool) -> Finding:
-    """Try the gateway-only network for real: the wrapper with a relay to a throwaway unix socket, and a child that
-    talks to it through the relay and lists its interfaces. A failure is a problem only where it is configured."""
-    import socket
-    import tempfile
-    import threading
-    from pathlib import Path
-
-    from shared.process import Request, run
-
-    def answer_once(listener: socket.socket) -> None:
-        try:
-            connection, _ = listener.accept()
-            with connection:
-                if connection.recv(4) == b"ping":
-                    connection.sendall(b"pong")
-        except OSError:
-            pass  # the child then reports no answer
-
-    with tempfile.TemporaryDirectory(prefix="banach-doctor-") as folder, \
-            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind(f"{folder}/gateway.sock")
-        listener.listen(1)
-        listener.settimeout(10)
-        answering = threading.Thread(target=answer_once, args=(listener,), daemon=True)
-        answering.start()
-        outcome = run(Request((sys.executable, "-I", "-m", "shared.isolation.sandbox", "--write", folder, "--gateway-relay",
-                               f"{folder}/gateway.sock:8080", "--", sys.executable, "-c", _GATEWAY_PROBE),
-                              cwd=Path(folder), timeout=10))
-        if answering.is_alive():  # the probe never connected: wake the accept with a connection of our own
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as wake:
-                wake.connect(f"{folder}/gateway.sock")
-        answering.join(timeout=10)
-    if outcome.ok and outcome.stdout.split() == ["pong", "lo"]:
-        return Finding(True, "gateway-only network: works (a network namespace with loopback only, where a relay "
-                             "carries one port to the gateway's socket)")
-    why = (outcome.stderr.strip().splitlines() or [f"the probe printed {outcome.stdout.strip()!r}"])[-1]
+    with answering_gateway() as gateway:
+        why = try_turn_network(gateway, view=in_view)
+    where = "in a turn's view" + (" as uid 65534" if os.geteuid() == 0 else "") if in_view else "without a view"
+    if not why:
+        return Finding(True, f"gateway-only network: works {where} (a network namespace with loopback only, where a "
+                             "relay carries one port to the gateway's socket)")
     if not configured:
         return Finding(True, f"gateway-only network: not available here ({why}); not configured, so nothing is lost")
-    return Finding(False, f"gateway-only network: cannot work here: {why}",
-                   "the reason says what this machine lacks; until it has it, network = 'gateway-only' is refused "
-                   "(the agent is never run with an open network instead)")
+    return Finding(False, f"gateway-only network: a program {where} did not reach the gateway: {why}",
+                   "the reason says what this machine lacks; until it has it, no turn reaches its model (the agent is "
+                   "never run with an open network instead)")
 
 
-def turn_views(*, configured: bool) -> Finding:
-    """Try a turn's view for real (shared/isolation/view.py): /bin/true run in one, with the pieces it takes named."""
-    from shared.isolation.view import probe
-
+def turn_views(why: str, *, configured: bool) -> Finding:
+    """A turn's view (shared/isolation/view.py), as view.probe found it: '' when /bin/true ran in one."""
     pieces = ("user, mount, PID, network, IPC and UTS namespaces, " + ("idmapped mounts, " if os.geteuid() == 0 else "")
               + "open_tree/move_mount, pivot_root")
-    why = probe()
     if not why:
         return Finding(True, f"turn views: work ({pieces}); a turn started by "
                              + ("root runs as uid 65534" if os.geteuid() == 0 else "you runs as you, without capabilities"))

@@ -110,3 +110,30 @@ def test_doctor_passes_a_runnable_agent_and_sim_on_the_example(tmp_path) -> None
     ws = example(tmp_path)
     assert "ok    agent sim: the SIMULATED agent (fine for the bundled example)" in cli(
         "banach", "doctor", "--workspace", str(ws.root)).stdout
+
+
+# An agent whose --version talks to its gateway: it says what came back through the relay.
+ASKS_THE_GATEWAY = """
+import os, socket, sys, urllib.parse
+address = urllib.parse.urlsplit(os.environ["BANACH_MODEL_URL"])
+with socket.create_connection((address.hostname, address.port), timeout=10) as gateway:
+    gateway.sendall(b"ping")
+    print("version 1.0, gateway said", gateway.recv(4).decode())
+"""
+
+
+def test_doctor_runs_an_agent_with_a_provider_behind_its_relay(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The agent's --version runs as its turns do: in its view, behind the relay to a gateway that answers."""
+    ws = custom(tmp_path, CANON, "good.py")
+    agent = tmp_path / "asks_the_gateway"
+    agent.write_text(f"#!{sys.executable}\n{ASKS_THE_GATEWAY}")
+    agent.chmod(0o755)
+    ws.config_file.write_text(ws.config_file.read_text().replace('agent = "scripted"', 'agent = "talks"')
+                              + f'\n[agents.talks]\npreset = "command"\ncommand = "{agent}"\n'
+                              'provider = "p"\n\n[gateway]\nnetwork = "gateway-only"\n\n[gateway.providers.p]\n'
+                              'wire = "openai"\nbase_url = "http://192.0.2.1/v1"\nauth = "none"\n')
+    shown = cli("banach", "doctor", "--workspace", str(ws.root))
+    assert "FIX   agent talks: no turn can run it: the gateway-only network is made by the Landlock wrapper" in shown.stdout
+    ws.config_file.write_text(ws.config_file.read_text().replace('backend = "none"', 'backend = "landlock"'))
+    shown = cli("banach", "doctor", "--workspace", str(ws.root))
+    assert "ok    agent talks:" in shown.stdout and "gateway said pong" in shown.stdout, shown.stdout

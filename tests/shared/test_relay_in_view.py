@@ -70,3 +70,12 @@ def test_the_relay_answers_every_time_as_nobody_with_an_interpreter_in_a_private
             failures.append((done.returncode, done.stderr.strip()[-300:]))
     assert not failures, f"{len(failures)} of {RUNS} got no answer; the first: {failures[0]}"
 
+
+def test_doctor_tries_a_turns_view_with_its_relay_on_that_interpreter(tmp_path: Path) -> None:
+    """`banach doctor` tries what a turn runs (a view, its relay, uid 65534, a gateway that answers), with the same
+    interpreter: its check runs on the private one here, as a doctor started from a pyenv install would."""
+    python = private_python(tmp_path)
+    check = ("from shared.app.doctor import turn_network\n"
+             "found = turn_network(in_view=True, configured=True)\nprint(found.ok, found.what)")
+    done = subprocess.run((str(python), "-I", "-c", check), capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("True gateway-only network: works in a turn's view as uid 65534"), done
