@@ -43,6 +43,7 @@ from shared.checks.oracle import check_limits
 from shared.contracts import current_turn
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import Entry, GitRepo
+from shared.isolation.netrelay import relay_failure
 from shared.isolation.policy import sandbox_argv, turn_view
 from shared.journal import Journal
 from shared.process import Request, become_subreaper, run
@@ -126,8 +127,7 @@ class Governor:
                      lambda item_id: item_history(self.journal, item_id, plan.canon_version).rung)
 
     def _rung(self, history: ItemHistory) -> str:
-        ladder = self.ws.config.build.rungs
-        return ladder[min(history.rung, len(ladder) - 1)]
+        return self.ws.config.build.rungs[min(history.rung, len(self.ws.config.build.rungs) - 1)]
 
     # the turn, stage by stage -------------------------------------------------------------------
     def _turn(self, plan: FixPlan, item: Item, canon: Canon, history: ItemHistory, n: int | None = None) -> Outcome:
@@ -337,11 +337,13 @@ class Governor:
         ran = turn.ran
         assert ran is not None
         self._roll_back(turn)
-        if ran.returncode != 0 and not ran.timed_out and not ran.halted:
-            tail = "\n".join(ran.stderr.strip().splitlines()[-15:])
-            first = tail.splitlines()[-1] if tail else "no output on stderr"
-            return self._failed(turn, "agent_failed", f"the agent exited with code {ran.returncode} and changed nothing: "
-                             f"{first}", changed=[], stderr_tail=tail, agent_setup=self.agent_setup)
+        # a relay that died: the agent never reached its model, whether it exited or retried until the timeout
+        relay = relay_failure(ran.stderr) if turn.lease is not None and not turn.facts.get("model_calls") else ""
+        if relay or ran.returncode != 0 and not ran.timed_out and not ran.halted:
+            tail = relay or "\n".join(ran.stderr.strip().splitlines()[-15:])
+            said = f"no call reached the gateway: {relay}" if relay else f"the agent exited with code {ran.returncode} " \
+                f"and changed nothing: {tail.splitlines()[-1] if tail else 'no output on stderr'}"
+            return self._failed(turn, "agent_failed", said, changed=[], stderr_tail=tail, agent_setup=self.agent_setup)
         return self._failed(turn, "stall", "the turn left no change in scope" + (" (timed out)" if ran.timed_out else ""),
                             changed=[], feedback=turn.before.excerpts)
 

@@ -3,6 +3,7 @@ back, the exact text it saw, and its model calls."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from shared.bodies import BodyStore
 from shared.contracts.fix_plan import pass_numbers
@@ -112,6 +113,18 @@ def _body_text(data: bytes | None) -> str:
         return text.rstrip("\n")  # a stream, as the provider sent it
 
 
+def _no_calls(n: int, ended: dict[str, Any] | None) -> str:
+    """Why iteration n has no transcript: no such turn, a turn with no provider, or one whose calls never arrived."""
+    if ended is None:
+        return f"iteration {n} has no model calls on record: it has not ended (build-loop report lists the iterations)"
+    if "model_calls" not in ended:  # the governor records the count for every turn that had a route to the gateway
+        return (f"iteration {n} has no model calls on record: its agent ({ended.get('agent')}) had no provider, and only "
+                "turns whose agent talks to the model through Banach's gateway (agents.NAME.provider) are recorded")
+    return (f"iteration {n} had a provider, but no call reached the gateway ({ended.get('decision')}: "
+            f"{ended.get('reason')}); build-loop report {n} --output shows what the agent printed, banach doctor runs "
+            "it as a turn does")
+
+
 def transcript(ws: Workspace, n: int) -> str:
     """Every model call of iteration N through the gateway, with the request and the answer exactly as they went."""
     journal = Journal.reader(ws.journal_path("build"))
@@ -119,9 +132,9 @@ def transcript(ws: Workspace, n: int) -> str:
         raise BanachError("build-loop has not run any iteration yet")
     with journal:
         calls = [row.data for row in journal.rows("model.call") if row.data.get("n") == n]
+        ended = next((row.data for row in journal.rows("iteration.ended") if row.data.get("n") == n), None)
     if not calls:
-        raise BanachError(f"iteration {n} has no model calls on record: only turns whose agent talks to the model "
-                          "through Banach's gateway (agents.NAME.provider) are recorded")
+        raise BanachError(_no_calls(n, ended))
     store = BodyStore(ws.role_dir("build") / "bodies")
     parts = [f"iteration {n}: {len(calls)} call(s) through the gateway"]
     for call in calls:

@@ -36,6 +36,7 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
                        "agent_failed": "agent_failed", "rate_limited": "rate_limited"}.get(decision or "")
                 # the agent failing to run is news until a turn runs it again
                 counts["last_failure"] = ({"n": row.data.get("n"), "exit_code": row.data.get("exit_code"),
+                                           "reason": row.data.get("reason", ""),
                                            "agent": row.data.get("agent"), "stderr_tail": row.data.get("stderr_tail", "")}
                                           if decision == "agent_failed" else
                                           counts["last_failure"] if decision == "already_green" else None)
@@ -252,9 +253,10 @@ def render(info: dict[str, Any]) -> str:
     failure = b.get("last_failure")
     if failure:
         tail = (failure["stderr_tail"] or "").strip().splitlines()
-        lines.append(f"AGENT FAILED iteration {failure['n']}: {failure['agent']} exited with code {failure['exit_code']}"
-                     + (f": {tail[-1]}" if tail else "") + " (banach doctor runs the agent; build-loop report "
-                     f"{failure['n']} --output shows all it printed)")
+        said = (f"{failure['reason']}" if str(failure.get("reason", "")).startswith("no call reached the gateway") else
+                f"exited with code {failure['exit_code']}" + (f": {tail[-1]}" if tail else ""))
+        lines.append(f"AGENT FAILED iteration {failure['n']}: {failure['agent']} {said} (banach doctor runs the agent "
+                     f"as a turn does; build-loop report {failure['n']} --output shows all it printed)")
     for line in b.get("blocked_items", []):
         lines.append(f"BLOCKED     {line}")
     if b.get("blocked_items"):

@@ -180,3 +180,19 @@ def test_under_gateway_only_the_turn_reaches_the_gateway_and_nothing_else(measur
     assert record["decision"] == "keep", (record, said)
     assert f"BLOCKED 127.0.0.1:{server.port}" in said and "BLOCKED 192.0.2.1:443" in said, said
     assert not direct and len(calls(ws, record["n"])) == 2  # the model was reached, through the gateway only
+
+
+def test_a_turn_whose_relay_stopped_says_so_and_is_not_a_stall(measured_landlock: Workspace) -> None:
+    """Issue 38: a relay that stopped left every turn waiting until its timeout, recorded as a stall. The relay's
+    own line on the turn's stderr names it (the agent could print the line too: that only makes its own turn an
+    agent failure, which changing nothing already does)."""
+    ws = measured_landlock
+    with ModelServer(Script.of(Write({ITEM_FILE: _right()}), root=str(ws.code), api_key=CANARY)) as server:
+        configure(ws, server, agent_args="--relay-stopped", gateway='network = "gateway-only"')
+        record = once(ws, timeout=5)
+    assert record["decision"] == "agent_failed" and record["timed_out"], record
+    assert record["reason"].startswith("no call reached the gateway: banach relay: stopped: ModuleNotFoundError")
+    shown = cli("banach", "status", "--workspace", str(ws.root)).stdout
+    assert f"AGENT FAILED iteration {record['n']}" in shown and "no call reached the gateway: banach relay" in shown, shown
+    said = cli("build-loop", "report", str(record["n"]), "--transcript", "--workspace", str(ws.root))
+    assert said.returncode == 1 and "had a provider, but no call reached the gateway" in said.stderr, said.stderr

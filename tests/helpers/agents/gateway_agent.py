@@ -10,6 +10,8 @@ Options, for the tests that try to break the gateway's promises:
   --retry-forever   on a 429 or an overload, wait a second and ask again, without end (as some CLIs do)
   --probe HOST:PORT try a TCP connection there and print CONNECTED or BLOCKED (repeatable)
   --probe-udp HOST:PORT  send a datagram there and print SENT or BLOCKED
+  --relay-stopped   print on stderr the line the turn's relay prints when it stops (the relay shares the agent's
+                    stderr), then wait for the turn's timeout without calling the model, as a CLI that retries does
 """
 from __future__ import annotations
 
@@ -99,7 +101,11 @@ def main() -> int:
     parser.add_argument("--retry-forever", action="store_true")
     parser.add_argument("--probe", action="append", default=[])
     parser.add_argument("--probe-udp", action="append", default=[])
+    parser.add_argument("--relay-stopped", action="store_true")
     options = parser.parse_args()
+    if options.relay_stopped:
+        print("banach relay: stopped: ModuleNotFoundError(\"No module named 'threading'\")", file=sys.stderr, flush=True)
+        time.sleep(3600)
     if options.hunt:
         hunt()
     for target in options.probe:
