@@ -42,11 +42,11 @@ def agent(name: str) -> str:
 
 
 def cli(program: str, *args: str, cwd: Path | None = None, input: str | None = None, env: dict[str, str] | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        timeout: float = 120, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
     modules = {"banach": "shared", "spec-loop": "spec_loop", "plan-loop": "plan_loop", "build-loop": "build_loop"}
     import os
 
-    return subprocess.run([sys.executable, "-m", modules[program], *args], cwd=cwd, input=input, capture_output=True,
+    return subprocess.run([python, "-m", modules[program], *args], cwd=cwd, input=input, capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 

@@ -3,10 +3,14 @@ pi and aider share. The CLI is the real program, pinned in tests/realcli/pins.to
 scripts/install_clis.py; the model is the SCRIPTED MODEL SERVER (tests/helpers/model_server), a labelled stand-in."""
 from __future__ import annotations
 
+import atexit
+import functools
 import importlib.util
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +23,7 @@ from build_loop.sim_agent import reference_root
 from shared.journal import Journal
 from shared.workspace import Workspace
 from tests.helpers.model_server import ModelServer, Recorded, Script, Write
+from tests.helpers.private_python import private_python
 from tests.helpers.workspaces import OPEN, cli, git
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,10 +103,20 @@ def changed(root: Path, before: dict[str, tuple[int, int]]) -> set[str]:
     return {path for path in set(before) | set(after) if before.get(path) != after.get(path)}
 
 
+@functools.cache
+def private_interpreter() -> str:
+    """Banach's interpreter as pyenv installs it for root, in a folder only root may enter (tests/helpers/private_python.py):
+    CI's machine has one, and a turn that gives up root must still work there (issue 38)."""
+    folder = Path(tempfile.mkdtemp(prefix="banach-realcli-python-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return str(private_python(folder))
+
+
 def governed_turn(ws: Workspace, env: dict[str, str], *, turn_timeout: float = 120) -> Turn:
+    """`build-loop once`, run on the private interpreter."""
     started = time.time()
     result = cli("build-loop", "once", "--workspace", str(ws.root), "--turn-timeout", str(turn_timeout), env=env,
-                 timeout=turn_timeout + 240)
+                 timeout=turn_timeout + 240, python=private_interpreter())
     seconds = time.time() - started
     assert result.returncode == 0, result.stderr
     with Journal(ws.journal_path("build"), readonly=True) as journal:
