@@ -18,13 +18,13 @@ from build_loop.turn import Turn
 from canon.model import Canon
 from canon.store import CanonStore
 from canon.visible import export_visible
-from shared import tamper
 from shared.atomic import file_lock, write_json
 from shared.contracts.fix_plan import Item
 from shared.environment import OWN, ProjectEnv, ProjectEnvError, is_dependency_file, project_env
 from shared.export import remove_tree
 from shared.git import Entry, GitRepo
 from shared.isolation.policy import sandbox_argv
+from shared.measurement import tamper
 from shared.process import Limits
 from shared.workspace import Workspace
 

@@ -1,7 +1,7 @@
 """Sensors: each result is keyed by a stable identity, so the ratchet compares tests by who they are, not
 by how many there are (a deleted passing test reads as red).
 
-A conformance sensor runs canon's tests through shared.conformance and yields one identity per expected
+A conformance sensor runs canon's tests through shared.measurement.conformance and yields one identity per expected
 test ('name::node id') plus one for the run, judged by the per-test report and its canaries, never by the
 exit code. A pytest-kind sensor (build's own tests, from banach.toml) is run with --junitxml the same way
 but without the canary; a command sensor yields one identity from its exit code. A sensor may print
@@ -19,8 +19,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from shared import conformance
 from shared.export import remove_tree
+from shared.measurement import conformance
 from shared.process import Limits, Request, run
 from shared.untrusted import read_untrusted
 

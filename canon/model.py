@@ -46,7 +46,7 @@ class Requirement(Frozen):
     held_back: tuple[str, ...] = Field((), description="pytest node ids of conformance tests no agent ever sees: only plan "
                                        "runs them, and what it says of them is how many fail")
     reads: tuple[str, ...] = Field((), description="globs of the code its checks read; narrows the memo key")
-    allows: tuple[str, ...] = Field((), description="kinds of the tamper scan (shared/tamper.py) its files may use")
+    allows: tuple[str, ...] = Field((), description="kinds of the tamper scan (shared/measurement/tamper.py) its files may use")
     network: Literal["none", "open"] = Field("none", description="what its checks reach: none (their own loopback) or "
                                              "open (the machine's network, for a check that must fetch something)")
     depends_on: tuple[str, ...] = ()
@@ -68,7 +68,7 @@ class Requirement(Frozen):
     @field_validator("allows")
     @classmethod
     def _allows(cls, values: tuple[str, ...]) -> tuple[str, ...]:
-        from shared.tamper import KINDS
+        from shared.measurement.tamper import KINDS
 
         unknown = [value for value in values if value not in KINDS or value == "unreadable"]
         if unknown:

@@ -30,7 +30,6 @@ from shared.checks.oracle import (
 from shared.checks.remote import RemoteChecker
 from shared.checks.snapshot import Limits, Snapshot
 from shared.checks.store import PlanStore
-from shared.conformance import VOID_PREFIX
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
 from shared.contracts.fix_plan import FixPlan, Item
@@ -39,6 +38,7 @@ from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError, WorkspaceError
 from shared.isolation.policy import sandbox_flags
 from shared.journal import Journal, Memo
+from shared.measurement.conformance import VOID_PREFIX
 from shared.workspace import Workspace
 
 

@@ -76,8 +76,8 @@ def sim_argv(seed: int, rate: float, cheat: str = "") -> list[str]:
 
 def held_back(code: Path) -> bool:
     """Judge the final code with a held-back copy of the conformance tests, by per-test outcomes and a canary
-    (shared.conformance): the cheats make a plain pytest run exit 0 on wrong code."""
-    from shared import conformance
+    (shared.measurement.conformance): the cheats make a plain pytest run exit 0 on wrong code."""
+    from shared.measurement import conformance
     from shared.process import Request, run
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -310,7 +310,7 @@ def _shown_path(frame: str, snap: snapshot.Snapshot) -> str:
 
 
 def _shown_output(result: Result) -> str:
-    """The output (shared.conformance already took Banach's canaries out of it), less the void line."""
+    """The output (shared.measurement.conformance already took Banach's canaries out of it), less the void line."""
     return "\n".join(line for line in result.excerpt.splitlines() if not line.startswith("measurement void"))
 
 

@@ -22,6 +22,7 @@ FORBIDDEN = {
     "shared.contracts": {*LOOPS, APP, MONITOR},
     "shared.checks": {*LOOPS, APP, MONITOR},
     "shared.environment": {*LOOPS, APP, MONITOR},  # the project's environment: read and built for every role
+    "shared.measurement": {*LOOPS, APP, MONITOR},  # what decides a verdict: runner, channel, canaries, judging, the scan
     ISOLATION: {*LOOPS, APP, MONITOR},
     MONITOR: {*LOOPS, APP, ISOLATION},
     APP: LOOPS,  # the application starts the loops as programs, by name, and never imports them

@@ -3,7 +3,7 @@
 Checks run in parallel up to the core count, each a fresh process with a time budget, writing only a folder
 of its own (with Landlock: in a domain of its own, so that no check can write, read or trace another's run).
 A timed-out check fails with a constant fingerprint, so it can never read as progress. The tamper scan
-(shared/tamper.py) of the files changed since the workspace's start is a failing result of its own.
+(shared/measurement/tamper.py) of the files changed since the workspace's start is a failing result of its own.
 
 Memo: a check's result is reused when its key matches. The key covers exactly what the check reads:
 the command (or the node ids), its time budget, the code (the tree id of C, or, when the requirement
@@ -25,13 +25,13 @@ from pathlib import Path
 from canon.model import Canon, Requirement
 from canon.scope import matches
 from canon.store import HELD_BACK_DIR
-from shared import conformance, tamper
 from shared.checks.snapshot import Snapshot
 from shared.config import Config
 from shared.contracts.fix_plan import HELD_BACK_EVIDENCE
 from shared.environment import OWN, ProjectEnv
 from shared.git import GitRepo
 from shared.journal import Memo, canonical
+from shared.measurement import conformance, tamper
 from shared.process import Limits, Outcome, Request, run
 
 EXCERPT_LINES = 30
@@ -45,7 +45,7 @@ _VOLATILE = re.compile(r"\d+(\.\d+)?s\b|0x[0-9a-f]+|/tmp/\S+|\d{4}-\d\d-\d\dT\S+
 class Check:
     requirement: str
     identity: str  # stable within the requirement: "check:0", "tests"
-    argv: tuple[str, ...]  # the command, or for "tests" canon's node ids (run through shared.conformance)
+    argv: tuple[str, ...]  # the command, or for "tests" canon's node ids (run through shared.measurement.conformance)
     label: str
     timeout: float
     memo_key: str
@@ -201,7 +201,7 @@ def _held_back_result(check: Check, passed: bool, outcome: Outcome, failing: int
 
 
 def tamper_results(canon: Canon, code: GitRepo, commit: str, changed: list[str] | None) -> list[Result]:
-    """The tamper scan (shared/tamper.py) of the Python files in `changed` at commit (None: every file), one failing
+    """The tamper scan (shared/measurement/tamper.py) of the Python files in `changed` at commit (None: every file), one failing
     Result per requirement whose files have hits it does not allow. A file no requirement owns is no agent's (the
     fence keeps every turn inside its item's scope): a person's code, left to the person."""
     blobs = code.blob_ids(commit)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from plan_loop.passes import PlanService
-from shared.tamper import KINDS
+from shared.measurement.tamper import KINDS
 from shared.workspace import Workspace
 from spec_loop.draft import Draft
 from spec_loop.service import SpecService

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from shared import conformance
 from shared.environment import project_env
 from shared.journal import Journal
+from shared.measurement import conformance
 from shared.process import run
 from shared.workspace import Workspace
 from tests.helpers.workspaces import HELPERS, cli, git

@@ -22,7 +22,7 @@ from canon.store import CanonStore
 from canon.visible import export_visible
 from shared.app.init import init_workspace
 from shared.journal import Journal
-from shared.tamper import KINDS
+from shared.measurement.tamper import KINDS
 from shared.workspace import ROLES, Workspace
 from tests.helpers.workspaces import HELPERS, agents_readable, cli, git, land
 

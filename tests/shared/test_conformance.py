@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from shared import conformance
-from shared.canaries import COUNT
+from shared.measurement import conformance
+from shared.measurement.canaries import COUNT
 from shared.process import Request, run
 
 PASSING = "def test_one():\n    assert True\n\n\ndef test_two():\n    assert 1 + 1 == 2\n"

@@ -150,7 +150,7 @@ def test_conformance_runs_see_the_environments_packages_and_no_others(tmp_path: 
     the venv's site-packages on sys.path itself: the venv's, with the folders its .pth files name, never the base
     interpreter's, whose packages (click, Banach's own) the project did not ask for. Debian's interpreter too, whose
     patched site.getsitepackages() names dist-packages folders (the first version followed it and found no pytest)."""
-    from shared import conformance
+    from shared.measurement import conformance
     from shared.process import run
 
     ws = example(tmp_path / "w")

@@ -8,7 +8,7 @@ import pytest
 
 from canon.parser import CanonSyntaxError, parse_document
 from shared.app import example as example_package
-from shared.tamper import KINDS, scan, unallowed
+from shared.measurement.tamper import KINDS, scan, unallowed
 
 HOSTILE = {
     "gc": "import gc\nfor o in gc.get_objects():\n    pass\n",

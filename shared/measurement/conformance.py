@@ -1,6 +1,6 @@
 """What measures a requirement's conformance tests, defined once for plan, build and spec's dry run.
 
-A run is judged by per-test outcomes that `shared/testrun.py` writes to a report channel as each test ends,
+A run is judged by per-test outcomes that `shared/measurement/testrun.py` writes to a report channel as each test ends,
 never by the exit code: the code under test can make its own process exit 0. The channel is a pipe that the
 measuring process made for this run (shared/process.py), so no other check can reach it by a path. The tests
 expected to run are read from canon's test files (trusted, in canon) without importing them; an expected test
@@ -10,7 +10,7 @@ A run measures nothing (it is void, and every expected test fails) when:
 - the report does not end with pytest's own "finished" line: an early exit, a crash, a kill or a time-out;
 - a line of it is not one the runner writes, it reports a test from a file pytest could not collect, or it
   overfilled the channel;
-- any of its canaries (must-fail tests hidden among canon's, shared/canaries.py) is reported passing, or one
+- any of its canaries (must-fail tests hidden among canon's, shared/measurement/canaries.py) is reported passing, or one
   is never reported while its file was collected.
 
 Each run measures its own copy of canon, with the canaries written into it, in a folder of its own that the
@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from shared.canaries import Planted, hide, plant
 from shared.export import remove_tree
+from shared.measurement.canaries import Planted, hide, plant
 from shared.process import Limits, Outcome, Request
 
 RUNNER = Path(__file__).resolve().with_name("testrun.py")
@@ -166,7 +166,7 @@ def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], folder: Pat
 
 def command(copy: Path, code_dir: Path, nodes: tuple[str, ...], canaries: tuple[str, ...], python: str,
             roots: tuple[str, ...]) -> tuple[str, ...]:
-    """argv of one run: our runner in isolated mode, without the site module (shared/testrun.py adds site-packages
+    """argv of one run: our runner in isolated mode, without the site module (shared/measurement/testrun.py adds site-packages
     without running what they hold), under the project's interpreter, on the copy's tests and the
     canaries, with the code's import roots first on sys.path."""
     whole_files = {node for node in nodes if "::" not in node}

@@ -1,6 +1,6 @@
 """Run canon's conformance tests and report each test's outcome outside the exit code.
 
-    BANACH_REPORT_FD=N python -I -S /path/to/shared/testrun.py --code DIR [--code DIR]... -- PYTEST_ARGS...
+    BANACH_REPORT_FD=N python -I -S /path/to/shared/measurement/testrun.py --code DIR [--code DIR]... -- PYTEST_ARGS...
 
 Started by absolute path in isolated mode (-I): neither the working directory, nor PYTHONPATH, nor this
 file's folder is on sys.path, so nothing in the work tree can stand in for pytest or for this runner. And
@@ -12,7 +12,7 @@ report goes to descriptor N, a pipe the measuring process made for this run alon
 path names it, so no other check, and nothing outside this process, can write it or swap it. The process
 makes itself non-dumpable first, so that other processes of its user cannot open its descriptors through
 /proc either. A line is written and flushed as each test ends, and the last line says pytest finished; a
-run without that line measures nothing (shared/conformance.py). Only then are the code's import roots (its
+run without that line measures nothing (shared/measurement/conformance.py). Only then are the code's import roots (its
 root, or src/ for a src layout) put first on sys.path, so the project's own modules (even ones named `shared`,
 `canon` or `pytest`) are what its tests import, before any installed copy. It runs under the project's
 interpreter (shared/environment/) as well as Banach's.

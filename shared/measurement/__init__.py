@@ -1,0 +1,10 @@
+"""What decides a verdict, in one place: how code under test is run to be measured, what it may say back, and how
+what it says is judged. Every role measures through this package: plan's checks, build's sensors, spec's dry run.
+
+    testrun.py      the conformance runner, inside the code's process: pytest, one report line per test
+    conformance.py  a pytest-form run prepared (its own copy of canon, its canaries) and its report judged
+    canaries.py     must-fail tests hidden among canon's, and the output as if they were never there
+    tamper.py       the syntax scan for code that reaches for the measurement (a tripwire, not a proof)
+
+Kept free of imports, like every package here: testrun.py runs inside the code's process and imports nothing of
+Banach's."""
