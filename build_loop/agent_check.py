@@ -13,7 +13,8 @@ from pathlib import Path
 
 from build_loop.agents import ModelRoute, invocation, preset_env, preset_for
 from shared.errors import AgentError, IsolationError
-from shared.isolation.policy import sandbox_argv, turn_view
+from shared.isolation.kinds import turn_view
+from shared.isolation.policy import sandbox_argv
 from shared.isolation.trial import PORT, answering_gateway
 from shared.process import Request, run
 from shared.workspace import Workspace

@@ -23,8 +23,7 @@ from canon.store import CanonStore
 from shared.boundary import run_cli, workspace_option
 from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.daemon import Stopper
-from shared.isolation import launcher
-from shared.isolation.policy import reach_line, refuse_without_views, restrict_self, restrict_this_thread
+from shared.isolation.policy import reach_line, restrict_self, restrict_this_thread, start_views
 from shared.iteration_report import iteration_text, latest_iteration, summary, transcript
 from shared.journal import Journal
 from shared.workspace import Workspace
@@ -47,9 +46,7 @@ def _prepare(workspace: Path, agent_command: str, *, before: Callable[[Workspace
     if not agent_command and uses_gateway(ws):
         drop_key_variables(ws)  # starts build-loop again without the key variables (returns when there are none)
     agent_state = () if agent_command else all_state_paths(ws.config)
-    if ws.config.isolation.backend != "none" and ws.config.isolation.reach == "turn":
-        refuse_without_views(ws)
-        launcher.start()  # the turns' views are made of mounts, which build may not make once it restricts itself
+    start_views(ws, "build")  # before the gateway's thread: the thread that makes views must be the second
     gateway = None if agent_command else gateway_for(ws)  # reads the provider keys and binds before build restricts itself
     before(ws)
     click.echo(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"), err=True)

@@ -43,8 +43,9 @@ from shared.checks.oracle import check_limits
 from shared.contracts import current_turn
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import Entry, GitRepo
+from shared.isolation.kinds import turn_view
 from shared.isolation.netrelay import relay_failure
-from shared.isolation.policy import sandbox_argv, turn_view
+from shared.isolation.policy import sandbox_argv
 from shared.journal import Journal
 from shared.process import Request, become_subreaper, run
 from shared.workspace import Workspace
@@ -318,11 +319,7 @@ class Governor:
         limits = FenceLimits(build.max_file_bytes, build.max_changed_paths)
         fenced = fence(self.code, turn.checkpoint, turn.item.scope, protected_patterns(self.ws), limits)
         if not fenced.capped and build.fix_commands:
-            for command in build.fix_commands:
-                run(Request(sandbox_argv(self.ws, ("/bin/sh", "-c", command), [self.tree, turn.scratch]),
-                            cwd=self.tree, env=self.measure.env(turn.canon_dir, turn.scratch, turn.project), timeout=120,
-                            limits=self.limits),
-                    reap_orphans=self.subreaper)
+            self.measure.fix(turn, reap_orphans=self.subreaper)
             fenced = fenced.merge(fence(self.code, turn.checkpoint, turn.item.scope, protected_patterns(self.ws), limits))
         turn.facts.update({"reverted": list(fenced.reverted), "hostile": list(fenced.hostile),
                            "ignored_removed": list(fenced.ignored), "scope_fighting": bool(fenced.reverted or fenced.hostile)})

@@ -23,9 +23,9 @@ from shared.contracts.fix_plan import Item
 from shared.environment import OWN, ProjectEnv, ProjectEnvError, is_dependency_file, project_env
 from shared.export import remove_tree
 from shared.git import Entry, GitRepo
-from shared.isolation.policy import sandbox_argv
+from shared.isolation.kinds import Confine
 from shared.measurement import tamper
-from shared.process import Limits
+from shared.process import Limits, Request, run
 from shared.workspace import Workspace
 
 
@@ -74,7 +74,7 @@ class Measurer:
         project = project or OWN
         # 'sh -c "CMD \"$@\"" sh ARGS' hands the junit flag of a pytest-kind sensor on to the command
         sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command + (' "$@"' if s.kind == "pytest" else ""), "sh"), s.kind,
-                          s.timeout, network=s.network)
+                          s.timeout, python=project.python, network=s.network)
                    for s in self.ws.config.build.sensors]
         timeout = self.ws.config.plan.check_timeout
         for rid in item.requirements:
@@ -83,7 +83,7 @@ class Measurer:
                 continue
             for index, command in enumerate(req.checks):
                 sensors.append(Sensor(f"canon:{rid}:check:{index}", ("/bin/sh", "-c", command), "command", timeout,
-                                      network=req.network))
+                                      python=project.python, network=req.network))
             if req.tests:
                 sensors.append(Sensor(f"canon:{rid}:tests", (), "conformance", timeout, tuple(req.tests), canon_dir,
                                       project.python, project.roots, req.network))
@@ -101,12 +101,25 @@ class Measurer:
         return env
 
     def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path, project: ProjectEnv | None = None) -> Reading:
-        # sensors read the work tree and write only their own folder: what they judge is what gets committed
-        def wrap(argv: tuple[str, ...], *, writable: Path, hidden: list[Path], network: str) -> tuple[str, ...]:
-            return sandbox_argv(self.ws, argv, [writable], hidden=hidden, offline=network == "none")
+        # sensors read the work tree and write only their own folder, each in a view of its own (shared/isolation/
+        # kinds.py): what they judge is what gets committed, and what they print can carry nothing else of the machine
+        confine = Confine(self.ws, "sensor", (self.tree,))
+        env = self.env(canon_dir, scratch, project)
 
-        return read_sensors(sensors, self.tree, self.env(canon_dir, scratch, project), scratch, wrap, self.limits,
-                            self.cancel)
+        def wrap(argv: tuple[str, ...], *, python: str, writable: Path, read: tuple[Path, ...], hidden: list[Path],
+                 network: str) -> tuple[str, ...]:
+            return confine(argv, python=python, writable=[writable], read=read, hidden=hidden, network=network, env=env)
+
+        return read_sensors(sensors, self.tree, env, scratch, wrap, self.limits, self.cancel)
+
+    def fix(self, turn: Turn, *, reap_orphans: bool) -> None:
+        """build.fix_commands (formatters) on the work tree, each in a view of its own that may write the tree."""
+        env = self.env(turn.canon_dir, turn.scratch, turn.project)
+        python = (turn.project or OWN).python
+        for command in self.ws.config.build.fix_commands:
+            argv = Confine(self.ws, "fix")(("/bin/sh", "-c", command), python=python, writable=[self.tree, turn.scratch],
+                                           env=env)
+            run(Request(argv, cwd=self.tree, env=env, timeout=120, limits=self.limits), reap_orphans=reap_orphans)
 
     def settle(self, turn: Turn, after: Reading, *, before: Reading | None = None,
                scratch: Path | None = None) -> Settled:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from shared.isolation.policy import sandbox_argv
+from shared.isolation.kinds import Confine
 from shared.process import Limits, Request, run
 from shared.workspace import Workspace
 
@@ -72,8 +73,9 @@ def context_outputs(ws: Workspace, scratch: Path, limits: Limits, *, reap_orphan
     out = []
     env = {key: os.environ[key] for key in ws.config.build.env_allow if key in os.environ}
     env.update({"TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1"})
+    confine = Confine(ws, "context", (tree or ws.code,))
     for command in ws.config.build.context_commands:
-        argv = sandbox_argv(ws, ("/bin/sh", "-c", command), [scratch])
+        argv = confine(("/bin/sh", "-c", command), python=sys.executable, writable=[scratch], env=env)
         result = run(Request(argv, cwd=tree or ws.code, env=env, timeout=60, limits=limits), reap_orphans=reap_orphans)
         out.append({"command": command, "output": "\n".join((result.stdout + result.stderr).splitlines()[-80:])})
     return out

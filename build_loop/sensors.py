@@ -91,9 +91,11 @@ def _junit_results(path: Path, name: str) -> dict[str, bool]:
 
 
 class Wrap(Protocol):
-    """Confines a sensor's argv: it writes only `writable` and reads none of `hidden`."""
+    """Confines a sensor's argv: it writes only `writable`, reads `read` too (in a view, where it reads nothing else
+    but the tree, its toolchains and the environment of `python`), and reads none of `hidden`."""
 
-    def __call__(self, argv: tuple[str, ...], *, writable: Path, hidden: list[Path], network: str) -> tuple[str, ...]: ...
+    def __call__(self, argv: tuple[str, ...], *, python: str, writable: Path, read: tuple[Path, ...],
+                 hidden: list[Path], network: str) -> tuple[str, ...]: ...
 
 
 def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch: Path,
@@ -115,8 +117,8 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
         if sensor.kind == "conformance" and sensor.canon_dir is not None:
             measured = conformance.prepare(sensor.canon_dir, cwd, sensor.nodes, folder, python=sensor.python,
                                            roots=sensor.roots)
-            confine = partial(wrap, writable=measured.scratch, hidden=[sensor.canon_dir], network=sensor.network) \
-                if wrap else None
+            confine = partial(wrap, python=sensor.python, writable=measured.scratch, read=(measured.canon,),
+                              hidden=[sensor.canon_dir], network=sensor.network) if wrap else None
             request = measured.request(env=env, timeout=sensor.timeout, limits=limits, wrap=confine)
         else:
             remove_tree(folder)
@@ -124,7 +126,9 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
             own = folder / "tmp"
             argv = (*sensor.argv, f"--junitxml={own / 'junit.xml'}", "-o", "junit_family=xunit1") \
                 if sensor.kind == "pytest" else sensor.argv
-            request = Request(wrap(argv, writable=own, hidden=[], network=sensor.network) if wrap else argv, cwd=cwd,
+            confined = wrap(argv, python=sensor.python, writable=own, read=(sensor.canon_dir,) if sensor.canon_dir else (),
+                            hidden=[], network=sensor.network) if wrap else argv
+            request = Request(confined, cwd=cwd,
                               env={**env, "TMPDIR": str(own), "HOME": str(own)}, timeout=sensor.timeout, grace=0.5,
                               limits=limits)
         try:

@@ -14,13 +14,14 @@ from shared.checks.remote import RemoteChecker
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.fix_plan import FixPlan
 from shared.daemon import Stopper
-from shared.isolation.policy import restrict_self
+from shared.isolation.policy import restrict_self, start_views
 from shared.workspace import Workspace
 
 
 def _service(workspace: Path) -> PlanService:
     ws = Workspace.open(workspace)
     remote = None
+    start_views(ws, "plan")  # before Ray's threads: the thread that makes the checks' views must be the second
     if ws.config.cluster.backend == "ray":  # Ray's driver opens its logs and sockets outside plan's stores: first
         remote = RemoteChecker(ws)
     click.echo(restrict_self(ws, "plan").banner("plan-loop"), err=True)

@@ -36,7 +36,7 @@ from shared.contracts.fix_plan import FixPlan, Item
 from shared.contracts.flakes import flaky_checks
 from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError, WorkspaceError
-from shared.isolation.policy import sandbox_flags
+from shared.isolation.kinds import Confine
 from shared.journal import Journal, Memo
 from shared.measurement.conformance import VOID_PREFIX
 from shared.workspace import Workspace
@@ -194,7 +194,7 @@ class PlanService:
                 remote = self.remote.runner(self.code, code_commit, self.canon.git, canon.commit) \
                     if self.remote and not env.key else None
                 results = run_checks(checks, snap, jobs=config.jobs, memo=None if fresh else self.memo,
-                                     sandbox_flags=sandbox_flags(self.ws, [snap.scratch]),
+                                     confine=Confine(self.ws, "check", (snap.code,)),
                                      limits=check_limits(self.ws.config), remote=remote, env=env)  # remote: from the code's
                 results += tamper_results(canon, stored, code_commit, self._changed_since_base(code_commit))
                 code_files = set(stored.files_at(code_commit))  # full history (plan's store is shallow)

@@ -40,7 +40,7 @@ from shared.checks.store import PlanStore
 from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError
 from shared.git import Entry, GitRepo, is_repo
-from shared.isolation.policy import sandbox_flags
+from shared.isolation.kinds import Confine
 from shared.workspace import Workspace
 
 OUTPUT_LINES = 15  # of a refused check's output, shown with the refusal
@@ -131,7 +131,7 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
         # the person who wrote a held-back test reads its output here; spec's journal (build reads it) does not
         checks = [replace(c, reveal=True) for c in build_checks(canon, stored, stored, code_commit, limits.check_timeout, env)
                   if (c.requirement, c.identity) in keys]
-        results = run_checks(checks, snap, jobs=limits.jobs, memo=None, sandbox_flags=sandbox_flags(ws, [snap.scratch]),
+        results = run_checks(checks, snap, jobs=limits.jobs, memo=None, confine=Confine(ws, "check", (snap.code,)),
                              limits=check_limits(ws.config), env=env)
         known = KnownPaths([*stored.files_at(code_commit), *stored.files_at(canon_commit)])
         refusals, notes, journaled = [], [], []

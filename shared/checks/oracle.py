@@ -1,7 +1,9 @@
 """The computational oracle: every check and conformance test of canon V, run against a clean snapshot of C.
 
-Checks run in parallel up to the core count, each a fresh process with a time budget, writing only a folder
-of its own (with Landlock: in a domain of its own, so that no check can write, read or trace another's run).
+Checks run in parallel up to the core count, each a fresh process in a view of its own (shared/isolation/kinds.py:
+the commit's export read-only, its own folder, the project's environment, no network unless its requirement says
+so, uid 65534 under root), with a cgroup, memory, process and time limits of its own: no check can write, read or
+trace another's run, or reach anything else of the machine.
 A timed-out check fails with a constant fingerprint, so it can never read as progress. The tamper scan
 (shared/measurement/tamper.py) of the files changed since the workspace's start is a failing result of its own.
 
@@ -16,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from shared.config import Config
 from shared.contracts.fix_plan import HELD_BACK_EVIDENCE
 from shared.environment import OWN, ProjectEnv
 from shared.git import GitRepo
+from shared.isolation.kinds import Confine
 from shared.journal import Memo, canonical
 from shared.measurement import conformance, tamper
 from shared.process import Limits, Outcome, Request, run
@@ -123,20 +125,10 @@ class _Prepared:
     conformance: conformance.Run | None = None
 
 
-def _confined(argv: tuple[str, ...], writable: Path, hidden: list[Path], network: str) -> tuple[str, ...]:
-    """A check's own Landlock domain inside the runner's: it writes only its folder, reads none of `hidden`, and
-    cannot signal or trace its sibling checks (Landlock lets a process trace only its own domain and those below);
-    and, unless its requirement says `network: open`, a network of its own where only its loopback answers."""
-    from shared.isolation.policy import wrapped
-
-    offline = ["--offline"] if network == "none" else []
-    return wrapped(["--write", str(writable), *(flag for path in hidden for flag in ("--hide", str(path))), *offline],
-                   argv)
-
-
-def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | None, sandboxed: bool,
+def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | None, confine: Confine | None,
              siblings: list[Path], env: ProjectEnv) -> _Prepared:
-    """folder: this check's own, beside its siblings' (each check reads none of theirs when sandboxed)."""
+    """folder: this check's own, beside its siblings' (each check reads none of theirs when confined: in a view it sees
+    only its own; by Landlock alone, the others are hidden)."""
     env_vars = {
         "PATH": env.search_path(os.environ.get("PATH", "/usr/bin:/bin")),
         "LANG": os.environ.get("LANG", "C.UTF-8"),
@@ -151,16 +143,17 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
     if check.identity not in ("tests", HELD_BACK):
         scratch = folder / "tmp"
         scratch.mkdir(parents=True)
-        argv = _confined(check.argv, scratch, [*held, *others], check.network) if sandboxed else check.argv
+        argv = confine(check.argv, python=env.python, writable=[scratch], read=(snapshot.canon,), hidden=[*held, *others],
+                       network=check.network, env=env_vars) if confine else check.argv
         return _Prepared(Request(argv, cwd=snapshot.code, env={**env_vars, "HOME": str(scratch), "TMPDIR": str(scratch)},
                                  timeout=check.timeout, grace=0.5, limits=limits))
     # a held-back run reads its own copy of held_back/ alone; a visible one, its copy of canon (never held_back/)
     source = (snapshot.held_back or snapshot.canon) if check.identity == HELD_BACK else snapshot.canon
     measured = conformance.prepare(source, snapshot.code, check.argv, folder, python=env.python, roots=env.roots)
     originals = [snapshot.canon, *held]
-    wrap = (lambda argv: _confined(argv, measured.scratch, [*originals, *others], check.network)) if sandboxed else None
-    return _Prepared(measured.request(env=env_vars, timeout=check.timeout, limits=limits, wrap=wrap),
-                     measured)
+    wrap = (lambda argv: confine(argv, python=env.python, writable=[measured.scratch], read=(measured.canon,),
+                                 hidden=[*originals, *others], network=check.network, env=env_vars)) if confine else None
+    return _Prepared(measured.request(env=env_vars, timeout=check.timeout, limits=limits, wrap=wrap), measured)
 
 
 def _result(check: Check, outcome: Outcome, prepared: _Prepared) -> Result:
@@ -224,48 +217,19 @@ def check_limits(config: Config) -> Limits:
                   output_bytes=build.max_output_bytes)
 
 
-def _runner_limits(limits: Limits | None, workers: int) -> Limits | None:
-    """The runner's own cgroup holds every check of the pass (sandboxed, they cannot make their own): room for
-    `workers` checks at once; no output cap, since its output is the checks' outcomes."""
-    if limits is None:
-        return None
-    memory = limits.memory_bytes * workers if limits.memory_bytes else None
-    processes = limits.max_processes * workers if limits.max_processes else None
-    return Limits(max_processes=processes, memory_bytes=memory, file_bytes=limits.file_bytes, output_bytes=None)
-
-
-def _run_sandboxed(todo: list[Check], prepared: list[_Prepared], snapshot: Snapshot, workers: int,
-                   sandbox_flags: list[str], limits: Limits | None) -> list[Result]:
-    """All checks of a pass in one sandboxed runner: one interpreter start per pass, not per check."""
-    from shared.checks.worker import decode_outcomes, encode_requests
-
-    requests = [p.request for p in prepared]
-    budget = max(r.timeout for r in requests) * (len(requests) // workers + 1) + 60
-    runner = run(Request((sys.executable, "-I", "-m", "shared.checks.worker", "--jobs", str(workers), *sandbox_flags),
-                         cwd=snapshot.scratch, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                         stdin=encode_requests(requests), timeout=budget, limits=_runner_limits(limits, workers)))
-    try:
-        outcomes = decode_outcomes(runner.stdout, requests)
-    except ValueError as exc:
-        failed = Outcome(("shared.checks.worker",), 125, "", f"the sandboxed check runner failed ({exc}):\n{runner.stderr}",
-                         runner.started, runner.duration, runner.timed_out, 0)
-        outcomes = [failed] * len(requests)
-    return [_result(check, outcome, p) for check, outcome, p in zip(todo, outcomes, prepared, strict=True)]
-
-
 def run_checks(
     checks: list[Check],
     snapshot: Snapshot,
     *,
     jobs: int,
     memo: Memo | None,
-    sandbox_flags: list[str] | None,
+    confine: Confine | None,
     limits: Limits | None = None,
     remote: Callable[[list[Check]], list[Result]] | None = None,
     env: ProjectEnv | None = None,
 ) -> list[Result]:
-    """sandbox_flags: the Landlock wrapper's flags (the checks then run in one sandboxed runner, each check in a
-    Landlock domain of its own inside it), or None.
+    """confine: how each check is confined (shared/isolation/kinds.py: in a view of its own, with its own cgroup, memory,
+    process and time limits), or None to run them as they are (isolation 'none').
     remote: runs the checks the memo did not answer somewhere else (a Ray node, shared/checks/remote.py).
     Every check has a folder of its own under the snapshot's scratch (its HOME and TMPDIR; for conformance tests
     also its copy of canon with the canaries): no check can write, or find by a path, another's record."""
@@ -289,13 +253,8 @@ def run_checks(
     prepared: list[_Prepared] = []
     try:
         for (_, check), folder in zip(todo_here, folders, strict=True):
-            prepared.append(_prepare(check, snapshot, folder, limits, sandbox_flags is not None, folders,
-                                     env or OWN))
-        if todo_here and sandbox_flags is not None:
-            ran = _run_sandboxed([c for _, c in todo_here], prepared, snapshot, workers, sandbox_flags, limits)
-            for (index, _), result in zip(todo_here, ran, strict=True):
-                results[index] = result
-        elif todo_here:
+            prepared.append(_prepare(check, snapshot, folder, limits, confine, folders, env or OWN))
+        if todo_here:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = {index: pool.submit(lambda c, p: _result(c, run(p.request), p), check, ready)
                            for (index, check), ready in zip(todo_here, prepared, strict=True)}

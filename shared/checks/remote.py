@@ -37,7 +37,7 @@ class RemoteChecks:
 
 def run_on_node(task: RemoteChecks) -> list[Result]:
     """On a node: the checks against a fresh snapshot of (C, V) made from the bundles. Runs in a fresh Ray worker."""
-    from shared.isolation.policy import sandbox_flags
+    from shared.isolation.kinds import Confine
 
     with tempfile.TemporaryDirectory(prefix="banach-checks-") as scratch:
         ws = node_workspace(Path(scratch), task.config_text, code_bundle=task.code_bundle,
@@ -49,7 +49,7 @@ def run_on_node(task: RemoteChecks) -> list[Result]:
                              snapshot.Limits(config.export_max_bytes, config.export_max_files))
         try:
             return run_checks(list(task.checks), snap, jobs=task.jobs, memo=None,
-                              sandbox_flags=sandbox_flags(ws, [snap.scratch]), limits=check_limits(ws.config))
+                              confine=Confine(ws, "check", (snap.code,)), limits=check_limits(ws.config))
         finally:
             snapshot.release(snap)
 

@@ -19,6 +19,10 @@ from typing import Any
 _requests: queue.SimpleQueue[tuple[tuple[str, ...], dict[str, Any], queue.SimpleQueue[Any]]] | None = None
 
 
+def started() -> bool:
+    return _requests is not None
+
+
 def start() -> None:
     global _requests
     if _requests is not None:

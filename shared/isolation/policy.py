@@ -15,11 +15,15 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shared.errors import IsolationError
 from shared.isolation.sandbox import LandlockMissing, restrict_writes
-from shared.isolation.view import SYSTEM_FOLDERS, TURN_UID
+from shared.isolation.view import TURN_UID
 from shared.workspace import ROLES, Role, Workspace
+
+if TYPE_CHECKING:
+    from shared.isolation.kinds import RunView
 
 
 def writable_paths(ws: Workspace, role: Role) -> list[Path]:
@@ -102,6 +106,7 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     from shared.isolation.sandbox import not_dumpable
 
     not_dumpable()  # whatever the backend: no child of the same user opens this loop's descriptors through /proc
+    start_views(ws, role)
     backend = ws.config.isolation.backend
     paths = writable_paths(ws, role)
     for path in paths:
@@ -160,39 +165,28 @@ def sandbox_flags(ws: Workspace, writable: list[Path], hidden: list[Path] | None
     return flags
 
 
-@dataclass(frozen=True)
-class TurnView:
-    """What a confined turn sees besides what it may write: folders to read, and a fresh folder for HOME."""
-    read: tuple[Path, ...]
-    home: Path
-    open_network: bool  # gateway.network = "open": the machine's network
+def start_views(ws: Workspace, role: Role) -> None:
+    """For a loop that runs agent-written code (spec, plan, build), where every such run gets a view: refuse when no
+    view can be made here, and start the thread that makes them (shared/isolation/launcher.py). Call it while the loop
+    has one thread, before it restricts itself; restrict_self does, and a second call does nothing."""
+    from shared.isolation import launcher
+    from shared.isolation.kinds import views_on
 
-
-def turn_view(ws: Workspace, argv: tuple[str, ...], env: dict[str, str], *, read: tuple[Path, ...],
-              home: Path, python: str) -> TurnView | None:
-    """The view for a turn running argv (with the project's interpreter `python` for its tests), or None where turns
-    read the machine (isolation.reach 'machine', or backend 'none', where nothing is enforced)."""
-    from shared.isolation.reach import install_roots, toolchain
-
-    if ws.config.isolation.reach == "machine" or ws.config.isolation.backend == "none":
-        return None
-    forbidden = [Path.home(), ws.root]
-    found = [*map(Path, SYSTEM_FOLDERS), *toolchain(argv, env.get("PATH", os.defpath), forbidden),
-             *install_roots(Path(python)), *read,
-             *map(Path, ws.config.isolation.read_paths)]
-    return TurnView(tuple(dict.fromkeys(found)), home, ws.config.gateway.network == "open")
+    if role in ("spec", "plan", "build") and views_on(ws) and not launcher.started():
+        refuse_without_views(ws)
+        launcher.start()  # a view is made of mounts, which the loop may not make once it restricts itself
 
 
 def refuse_without_views(ws: Workspace) -> None:
-    """Raise, naming what is missing, when no turn can get its view here (a real run of /bin/true in one)."""
+    """Raise, naming what is missing, when no run can get its view here (a real run of /bin/true in one)."""
     from shared.isolation.view import probe
 
     why = probe(str(ws.code))
     if why:
-        raise IsolationError(f"isolation.reach is 'turn', but no turn can get a view of its own here: {why}. Fix that "
-                             "(banach doctor says what this machine has), or set isolation.reach = 'machine' in "
-                             f"{ws.root / 'banach.toml'} to let turns read the whole machine; every start-up line then "
-                             "says so")
+        raise IsolationError(f"isolation.reach is 'turn', but no run of agent-written code can get a view of its own "
+                             f"here: {why}. Fix that (banach doctor says what this machine has), or set isolation.reach = "
+                             f"'machine' in {ws.root / 'banach.toml'} to let turns, sensors and checks read the whole "
+                             "machine; every start-up line then says so")
 
 
 def reach_line(ws: Workspace) -> str:
@@ -208,7 +202,7 @@ def reach_line(ws: Workspace) -> str:
 
 def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, hidden: list[Path] | None = None,
                  gateway_relay: tuple[Path, int] | None = None,
-                 connect_ports: tuple[int, ...] | None = None, view: TurnView | None = None,
+                 connect_ports: tuple[int, ...] | None = None, view: RunView | None = None,
                  offline: bool = False) -> tuple[str, ...]:
     """Wrap a child's argv so that it runs with writes narrowed to `writable`, the receipt keys unreadable, and no
     signals or abstract unix sockets to processes outside where the kernel has scopes (landlock backend only).
@@ -225,8 +219,9 @@ def sandbox_argv(ws: Workspace, argv: tuple[str, ...], writable: list[Path], *, 
     if view is not None:
         if flags is None:  # the users backend: its accounts limit writes; the view is still given
             flags = ["--no-landlock", *(flag for path in writable for flag in ("--write", str(path)))]
-        flags += ["--view", *(flag for path in view.read for flag in ("--read", str(path))),
-                  "--home", str(view.home), "--home-path", str(Path.home())]
+        flags += ["--view", *(flag for path in view.read for flag in ("--read", str(path)))]
+        if view.home is not None:
+            flags += ["--home", str(view.home), "--home-path", str(Path.home())]
         if view.open_network:
             flags.append("--host-network")
             gateway_relay = None

@@ -15,7 +15,7 @@ ROUTE:
             $BANACH_CANON or --canon DIR, where an agent finds them in its turn: every canary and any test it did
             not see keeps its true outcome)
   fifo      turns every file it can in its folder, and at exit pytest's junit file, into FIFOs
-Every route acts only inside a Banach workspace (a folder above TMPDIR holding banach.toml), and only on that
+Every route acts only inside a Banach workspace (its TMPDIR lies in a workspace's state/), and only on that
 workspace's own files and test runs: a control run outside one once walked the machine.
 siblings and fifo ship the right slugify (they buy other requirements' verdicts, or wedge a loop); exit and handle
 ship the wrong one (they buy their own).
@@ -73,12 +73,13 @@ def _forged(finished=True):
 
 
 def _workspace():
-    """The Banach workspace this check runs in: the nearest folder above TMPDIR that holds banach.toml. The attack
-    never looks above it, so that it can hurt no bystander (another test's workspace, the machine)."""
+    """The Banach workspace this check runs in: its TMPDIR lies in the workspace's state/ (whether or not this run can
+    see the workspace: in a view it cannot). The attack never looks above it, so that it can hurt no bystander
+    (another test's workspace, the machine)."""
     folder = _os.path.abspath(_os.environ.get("TMPDIR", "/nonexistent"))
     while folder != _os.path.dirname(folder):
-        if _os.path.isfile(_os.path.join(folder, "banach.toml")):
-            return folder
+        if _os.path.basename(folder) == "state" and ("/state/" in _os.environ.get("TMPDIR", "") + "/"):
+            return _os.path.dirname(folder)
         folder = _os.path.dirname(folder)
     return None
 
