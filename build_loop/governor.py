@@ -47,6 +47,7 @@ from shared.isolation.kinds import turn_view
 from shared.isolation.netrelay import relay_failure
 from shared.isolation.policy import sandbox_argv
 from shared.journal import Journal
+from shared.measurement.excerpt import excerpt as bounded
 from shared.process import Request, become_subreaper, run
 from shared.workspace import Workspace
 
@@ -358,7 +359,7 @@ class Governor:
         reason = refusal(before, after, unseen=turn.item.held_back)
         if reason:
             self._roll_back(turn)
-            excerpt = "\n".join(text for text in after.excerpts.values())[-3000:]
+            excerpt = bounded("\n".join(after.excerpts.values()), lines=60, chars=6000)
             return self._failed(turn, "rollback", reason, **facts, excerpt=excerpt, feedback=after.excerpts)
         return self._accept(turn, entries, after, facts)
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from shared.isolation.kinds import Confine
+from shared.measurement.excerpt import excerpt
 from shared.process import Limits, Request, run
 from shared.workspace import Workspace
 
@@ -77,5 +78,5 @@ def context_outputs(ws: Workspace, scratch: Path, limits: Limits, *, reap_orphan
     for command in ws.config.build.context_commands:
         argv = confine(("/bin/sh", "-c", command), python=sys.executable, writable=[scratch], env=env)
         result = run(Request(argv, cwd=tree or ws.code, env=env, timeout=60, limits=limits), reap_orphans=reap_orphans)
-        out.append({"command": command, "output": "\n".join((result.stdout + result.stderr).splitlines()[-80:])})
+        out.append({"command": command, "output": excerpt(result.stdout + result.stderr, lines=80, chars=8000)})
     return out

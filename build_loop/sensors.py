@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from shared.export import remove_tree
 from shared.measurement import conformance
+from shared.measurement.excerpt import excerpt
 from shared.process import Limits, Request, run
 from shared.untrusted import read_untrusted
 
@@ -153,7 +154,7 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
                 score += float(match.group(1))
         if not results[sensor.name]:
             capped = f"\n(capped: {outcome.capped})" if outcome.capped else ""
-            excerpts[sensor.name] = "\n".join(output.strip().splitlines()[-40:]) + capped
+            excerpts[sensor.name] = excerpt(output, lines=40) + capped
             if outcome.timed_out:
                 timed_out.append(sensor.name)
                 fingerprints.append(f"{sensor.name}:timeout")

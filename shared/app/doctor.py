@@ -32,6 +32,10 @@ def examine(ws: Workspace | None) -> list[Finding]:
     views_missing = probe()
     in_views = ws is None or ws.config.isolation.reach == "turn"
     findings.append(turn_views(views_missing, configured=in_views))
+    if ws is not None:  # what each kind of run that executes agent-written code sees (shared/isolation/kinds.py)
+        from shared.isolation.kinds import describe as describe_kinds
+
+        findings += [Finding(True, f"runs: {line}") for line in describe_kinds(ws)]
     findings.append(turn_network(in_view=in_views and not views_missing,
                                  configured=ws is None or ws.config.gateway.network == "gateway-only"))
     lacking = containment_available()

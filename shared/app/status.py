@@ -11,6 +11,7 @@ from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain, has_r
 from shared.contracts.flakes import flaky_checks
 from shared.environment import describe_cached
 from shared.errors import BanachError
+from shared.isolation.kinds import describe as describe_kinds
 from shared.isolation.policy import reach_line
 from shared.isolation.sandbox import landlock_abi
 from shared.journal import Journal
@@ -151,6 +152,7 @@ def status(ws: Workspace) -> dict[str, Any]:
             "roles": _roles(ws, backend),
             "reach": ws.config.isolation.reach if backend != "none" else "machine",
             "turn_reach": reach_line(ws),
+            "runs": describe_kinds(ws),
         },
         "environments": [line for role in ("spec", "plan", "build") for line in describe_cached(ws, role)],
         "processes": processes,
@@ -268,6 +270,7 @@ def render(info: dict[str, Any]) -> str:
                  + (f" (Landlock ABI {iso['landlock_abi']})" if iso["backend"] == "landlock" else "")
                  + (f"  WARNING: {iso['warning']}" if iso["warning"] else ""))
     lines.append(f"reach       {iso['turn_reach']}")
+    lines.append(f"runs        {iso['runs'][-1]} (banach doctor says what each kind sees)")
     for environment in info["environments"] or ["the project's code runs on Banach's own interpreter (it needs nothing "
                                                 "beyond pytest)"]:
         lines.append(f"environment {environment}")

@@ -34,6 +34,7 @@ from shared.git import GitRepo
 from shared.isolation.kinds import Confine
 from shared.journal import Memo, canonical
 from shared.measurement import conformance, tamper
+from shared.measurement.excerpt import excerpt as bounded
 from shared.process import Limits, Outcome, Request, run
 
 EXCERPT_LINES = 30
@@ -162,7 +163,7 @@ def _result(check: Check, outcome: Outcome, prepared: _Prepared) -> Result:
     verdict = prepared.conformance.judge(outcome) if prepared.conformance is not None else None
     if verdict is not None:
         output = verdict.output.strip()  # without the canaries: this reaches fix_plan, prompts and people
-    excerpt = "\n".join(output.splitlines()[-EXCERPT_LINES:])
+    excerpt = bounded(output)
     if verdict is not None:
         passed = verdict.passed and not outcome.timed_out
         if not verdict.passed:

@@ -100,7 +100,7 @@ def render_markdown(plan: FixPlan) -> str:
             lines.append(f"- failing: `{evidence.check}` ({status})")
             if evidence.excerpt.strip():
                 lines.append("")
-                lines.extend("      " + row for row in evidence.excerpt.strip().splitlines()[-12:])
+                lines.extend("      " + row for row in evidence.excerpt.strip().splitlines())  # bounded where measured
                 lines.append("")
         lines.append("")
     for rejection in plan.agent_rejections:

@@ -80,8 +80,8 @@ def describe(ws: Workspace) -> list[str]:
         return [f"WEAKER MODE ({why}): turns, sensors, checks and environment builds read the whole machine"]
     who = f"as uid {TURN_UID} (nobody)" if os.geteuid() == 0 else "as you, without capabilities"
     return [f"{kind:<11} {what}" for kind, what in KINDS.items()] + [
-        f"each in a view of its own, {who}, with the system folders, its toolchains and the project's environment "
-        "read-only; nothing else of the machine"]
+        f"{', '.join(KINDS)}: each in a view of its own, {who}, with the system folders, its toolchains and the "
+        "project's environment read-only; nothing else of the machine"]
 
 
 @dataclass(frozen=True)
