@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,3 +42,26 @@ def timed(action: Callable[[], object], repeat: int) -> list[float]:
 
 def median_ms(times: list[float]) -> float:
     return statistics.median(times) * 1000
+
+
+def run_at(rev: str, script: str, args: list[str]) -> str:
+    """The output of scripts/SCRIPT as commit rev has it, in this same run: rev is exported to a temp folder and run by
+    a venv that sees this interpreter's packages but imports Banach from that folder first, so that the children it
+    starts (`python -I -m shared...`) run rev's code too. A side-by-side baseline."""
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        code, venv = Path(tmp) / "code", Path(tmp) / "venv"
+        code.mkdir()
+        archive = subprocess.run(["git", "-C", str(root), "archive", rev], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+        site = next(venv.glob("lib/python*/site-packages"))
+        (site / "zz_banach_at_rev.pth").write_text(f"{code}\n")  # before the system's: its editable finder comes last
+        return subprocess.run([str(venv / "bin" / "python"), f"scripts/{script}", *args], cwd=code, capture_output=True,
+                              text=True, check=True).stdout
+
+
+def table_rows(text: str, columns: int) -> list[list[str]]:
+    """The rows of a Markdown table a benchmark printed, as cells."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in text.splitlines() if line.startswith("|")]
+    return [row for row in rows if len(row) == columns and not set(row[0]) <= {"-", ":"}]

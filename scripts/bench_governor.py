@@ -16,7 +16,6 @@ loop only runs `true` in the same repository, as `while :; do agent; done` would
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from build_loop.governor import Governor, Options  # noqa: E402
 from plan_loop.passes import PlanService  # noqa: E402
-from scripts._bench import fill_code, median_ms, timed, workspace  # noqa: E402
+from scripts._bench import fill_code, median_ms, run_at, table_rows, timed, workspace  # noqa: E402
 from shared.workspace import Workspace  # noqa: E402
 
 CANON = "## G-1: never holds\npaths: src/**\nchecks:\n  - false\n\nA check that always fails, so the item stays open.\n"
@@ -35,17 +34,39 @@ BUDGETS = "\nmax_attempts = 100000\nstall_patience = 100000"  # every iteration 
 
 def baseline(rev: str, files: str, iterations: int) -> dict[tuple[str, str], float]:
     """Governed ms per iteration of commit rev, by (files, isolation), from its own copy of this script."""
-    root = Path(__file__).resolve().parent.parent
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(root), "archive", rev], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        out = subprocess.run([sys.executable, "scripts/bench_governor.py", "--files", files, "--iterations", str(iterations)],
-                             cwd=tmp, env={**os.environ, "PYTHONPATH": tmp}, capture_output=True, text=True, check=True).stdout
-    rows = {}
-    for line in out.splitlines():
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 6 and cells[0].isdigit():
-            rows[(cells[0], cells[1])] = float(cells[3].split()[0])
+    out = run_at(rev, "bench_governor.py", ["--files", files, "--iterations", str(iterations), "--no-sensors"])
+    return {(cells[0], cells[1]): float(cells[3].split()[0]) for cells in table_rows(out, 6) if cells[0].isdigit()}
+
+
+def sensors_rows(iterations: int) -> list[tuple[str, float]]:
+    """A reading of the example's sensors for TK-1 (its 4 conformance tests with their canaries, and the scaffolding
+    pytest sensor), as build takes one after a turn: median ms, Landlock alone (reach 'machine') and in views."""
+    from build_loop.measure import Measurer
+    from canon.store import CanonStore
+    from plan_loop.passes import PlanService
+    from shared.app.init import init_workspace
+    from shared.checks.oracle import check_limits
+    from shared.contracts.fix_plan import FixPlan
+
+    rows = []
+    for reach in ("machine", "turn"):
+        with tempfile.TemporaryDirectory() as tmp:
+            ws = init_workspace(Path(tmp) / "ws", example=True)
+            ws.config_file.write_text(ws.config_file.read_text().replace("[isolation]\n", f'[isolation]\nreach = "{reach}"\n'))
+            ws = Workspace.open(ws.root)
+            plan = PlanService(ws)
+            plan.run_pass()
+            plan.close()
+            item = next(i for i in FixPlan.model_validate_json(ws.fix_plan_json.read_text()).items if "TK-1" in i.requirements)
+            store = CanonStore(ws.canon)
+            canon = store.load()
+            measurer = Measurer(ws, store, ws.role_dir("build"), check_limits(ws.config))
+            canon_dir = measurer.canon_snapshot(canon)
+            sensors = measurer.sensors(item, canon, canon_dir)
+            scratch = Path(tmp) / "scratch"
+            measurer.read(sensors, canon_dir, scratch)  # warm
+            read = measurer.read
+            rows.append((reach, median_ms(timed(lambda r=read, s=sensors, c=canon_dir, t=scratch: r(s, c, t), iterations))))
     return rows
 
 
@@ -54,7 +75,15 @@ def main() -> None:
     parser.add_argument("--files", default="1000,10000,50000")
     parser.add_argument("--iterations", type=int, default=15)
     parser.add_argument("--baseline", default="", metavar="REV", help="also measure this commit, side by side")
+    parser.add_argument("--no-sensors", action="store_true", help="leave out the table of a sensor reading")
     args = parser.parse_args()
+    if not args.no_sensors:
+        rows = dict(sensors_rows(args.iterations))
+        print("| a reading of TK-1's sensors (4 conformance tests + the scaffolding pytest sensor) | median |")
+        print("|---|---:|")
+        print(f"| Landlock alone (reach machine) | {rows['machine']:.0f} ms |")
+        print(f"| each sensor in a view of its own (reach turn) | {rows['turn']:.0f} ms |")
+        print(f"| what views add per reading | {rows['turn'] - rows['machine']:.0f} ms |\n", flush=True)
     before = baseline(args.baseline, args.files, args.iterations) if args.baseline else {}
     extra = f" | {args.baseline[:10]}, per iteration | now / {args.baseline[:10]}" if before else ""
     header = "| files in repo | isolation | bare loop, per turn | governed, per iteration | overhead | governed / bare"
