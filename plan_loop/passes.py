@@ -38,7 +38,6 @@ from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError, WorkspaceError
 from shared.isolation.kinds import Confine
 from shared.journal import Journal, Memo
-from shared.measurement.conformance import VOID_PREFIX
 from shared.workspace import Workspace
 
 
@@ -63,6 +62,7 @@ class PassReport:
     measured: int = 0  # requirements with a check or a conformance test
     requirements: int = 0
     flaky: tuple[str, ...] = ()  # checks build saw flip on one tree: a canon problem
+    voided: tuple[str, ...] = ()  # requirements an earlier pass found void on this same code: never certified
 
     def describe(self, reason: str = "") -> str:
         """The pass in one line (with why it ran, when given), then one line per rejected plan-agent answer."""
@@ -80,6 +80,9 @@ class PassReport:
                 + (f"; (V, C) could not be measured: {self.export_error.splitlines()[0]}" if self.export_error else "")
                 + (f"; MEASUREMENT VOID for {', '.join(self.void)}: the code under test interfered with the test "
                    "runner (its canary test passed, or never reported; fix_plan's evidence says which)" if self.void else "")
+                + (f"; NOT CERTIFIED: an earlier pass found the measurement of this same code void for "
+                   f"{', '.join(self.voided)} (its canaries passed with the tests they copy); a change to the code is "
+                   "measured afresh" if self.voided and not self.residual else "")
                 + (f" [{reason}]" if reason else "")
                 + (f"\n  FLAKY (a canon problem: every verdict on them is weaker; make them deterministic with spec-loop "
                    f"edit): {', '.join(self.flaky)}" if self.flaky else "")
@@ -238,11 +241,14 @@ class PlanService:
             fix_plan_file.write(plan, self.ws.fix_plan_json, self.ws.fix_plan_md)
             measured = sum(1 for req in canon.requirements.values() if req.measured)
             certified = len(items) == 0 and fresh and not export_error and measured > 0  # measuring nothing proves nothing
-            void = tuple(sorted({r.check.requirement for r in results if r.excerpt.startswith(VOID_PREFIX)}))
+            void = tuple(sorted({r.check.requirement for r in results if r.void}))
+            tree = self.code.tree_id(code_commit)
+            voided = self._voided_before(tree)
+            certified = certified and not void and not voided
             report = PassReport(seq, number, canon.version, code_commit, len(items),
                                 tuple(sorted(open_ids)), len(results) - memoized, memoized, certified, fresh,
                                 tuple(unmeasured), tuple(still_open), export_error, void, tuple(rejections),
-                                plan.plan_agent, measured, len(canon.requirements), tuple(flaky))
+                                plan.plan_agent, measured, len(canon.requirements), tuple(flaky), voided)
             self.journal.append("pass", {
                 "started_seq": seq, "number": number, "canon_version": canon.version, "canon_commit": canon.commit,
                 "code_commit": code_commit, "residual": len(items), "items": sorted(open_ids),
@@ -250,6 +256,7 @@ class PlanService:
                 "checks_run": report.checks_run, "checks_memoized": memoized, "fresh": fresh,
                 "unmeasured": unmeasured, "believed_done_still_open": still_open,
                 "closed_without_claim": closed_unclaimed, "agent_rejections": rejections, "void": list(void),
+                "code_tree": tree,
                 "plan_agent": {"label": agent.label, "identity": agent.identity} if agent else None,
                 "export": m.export, "held_back": held_back_record(results), "flaky": flaky,
             })
@@ -260,6 +267,13 @@ class PlanService:
                                                     "requirements": len(canon.requirements)})
             out.update(outcome="written", residual=len(items))
             return report
+
+    def _voided_before(self, tree: str) -> tuple[str, ...]:
+        """Requirements a pass found void on this same code (by its tree): a run whose canaries passed with the tests
+        they copy was answered from the tests, and a later run that guessed its new canaries right proves nothing of
+        this code. No certificate for it; a change to the code measures afresh."""
+        return tuple(sorted({rid for row in self.journal.rows("pass") if row.data.get("code_tree") == tree
+                             for rid in row.data.get("void", [])}))
 
     def _files_or_nothing(self, code_commit: str) -> set[str]:
         try:

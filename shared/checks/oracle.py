@@ -66,6 +66,7 @@ class Result:
     fingerprint: str
     duration: float
     memoized: bool
+    void: bool = False  # its run measured nothing (shared/measurement/conformance.py): plan's to know, no one else's
 
 
 def fingerprint(output: str, timed_out: bool) -> str:
@@ -150,7 +151,8 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
                                  timeout=check.timeout, grace=0.5, limits=limits))
     # a held-back run reads its own copy of held_back/ alone; a visible one, its copy of canon (never held_back/)
     source = (snapshot.held_back or snapshot.canon) if check.identity == HELD_BACK else snapshot.canon
-    measured = conformance.prepare(source, snapshot.code, check.argv, folder, python=env.python, roots=env.roots)
+    measured = conformance.prepare(source, snapshot.code, check.argv, folder, python=env.python, roots=env.roots,
+                                   show_sources=check.identity != HELD_BACK or check.reveal)
     originals = [snapshot.canon, *held]
     wrap = (lambda argv: confine(argv, python=env.python, writable=[measured.scratch], read=(measured.canon,),
                                  hidden=[*originals, *others], network=check.network, env=env_vars)) if confine else None
@@ -175,23 +177,24 @@ def _result(check: Check, outcome: Outcome, prepared: _Prepared) -> Result:
         counts = (len(verdict.failing), len(verdict.results), bool(verdict.void)) if verdict is not None else (0, 0, True)
         return _held_back_result(check, passed, outcome, *counts)
     return Result(check, passed, None if outcome.timed_out else outcome.returncode, outcome.timed_out, excerpt,
-                  fingerprint(output, outcome.timed_out), outcome.duration, False)
+                  fingerprint(output, outcome.timed_out), outcome.duration, False, bool(verdict and verdict.void))
 
 
 def _held_back_result(check: Check, passed: bool, outcome: Outcome, failing: int, total: int, void: bool) -> Result:
     """What anyone but plan reads of a held-back run: one bit and a count. No file, test name, assert, output, exit
-    code or canary; the fingerprint changes only with the count (a stall is still seen as one)."""
+    code or canary, and not whether the run was void: a run voided by its canaries reads as every test failing (an
+    oracle must not learn which of its answers tripped). The fingerprint changes only with the count."""
     if passed:
         excerpt = f"all {total} held-back tests pass"
     elif outcome.timed_out:
         excerpt = f"the held-back tests ran out of their {check.timeout:g}s"
-    elif void or not total:
-        excerpt = f"{conformance.VOID_PREFIX}: the held-back tests' run did not finish as the runner requires"
+    elif not total:
+        excerpt = "the held-back tests did not run"
     else:
         excerpt = f"{failing} of {total} held-back tests do not pass"
-    summary = f"{HELD_BACK}:{passed}:{failing}:{total}:{void}:{outcome.timed_out}"
+    summary = f"{HELD_BACK}:{passed}:{failing}:{total}:{outcome.timed_out}"
     return Result(check, passed, None, outcome.timed_out, excerpt, hashlib.sha256(summary.encode()).hexdigest()[:16],
-                  outcome.duration, False)
+                  outcome.duration, False, void)
 
 
 def tamper_results(canon: Canon, code: GitRepo, commit: str, changed: list[str] | None) -> list[Result]:
@@ -240,7 +243,7 @@ def run_checks(
         cached = memo.get(check.memo_key) if memo else None
         if cached is not None:
             results[index] = Result(check, cached["passed"], cached["exit_code"], cached["timed_out"],
-                                    cached["excerpt"], cached["fingerprint"], 0.0, True)
+                                    cached["excerpt"], cached["fingerprint"], 0.0, True, bool(cached.get("void")))
         else:
             todo.append((index, check))
     workers = max(1, jobs or os.cpu_count() or 1)
@@ -271,5 +274,5 @@ def run_checks(
             if not result.timed_out:  # a time-out may be the machine's fault; measure it again next time
                 memo.put(result.check.memo_key, {"passed": result.passed, "exit_code": result.exit_code,
                                                  "timed_out": False, "excerpt": result.excerpt,
-                                                 "fingerprint": result.fingerprint})
+                                                 "fingerprint": result.fingerprint, "void": result.void})
     return [results[index] for index in range(len(checks))]

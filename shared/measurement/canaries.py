@@ -1,103 +1,150 @@
-"""Canaries: must-fail tests hidden among canon's own, in a copy of canon made for one conformance run.
+"""Canaries: must-fail tests hidden among canon's own, in the sources of one conformance run.
 
-Each run gets several, written into the run's copy of the test files themselves, between the real tests, named
-from the words of the test names around them and shaped like them: a canary is a copy of one of the file's own
-tests (same fixtures, same calls into the code) with one more assertion at its end that cannot hold. Code under
-test that rewrites pytest's reports from inside the test process cannot tell them from canon's tests by their
-file, their name or what they call; a blanket "everything passed" flips at least one, and any canary reported
-passing voids the run (shared/conformance.py). Code that carries canon's test names in it can still tell them
-apart: SECURITY.md says so, and the tamper scan (shared/tamper.py) looks for the machinery such code needs.
+Each run gets several, written into the run's test sources between the real tests. A canary is a copy of one of the
+file's own tests (same fixtures, same calls into the code, same formatting) in which one expected value of an
+`assert ... == LITERAL` differs, so the copy reads like one more case of the same test. Nothing tells the two apart:
+- its name comes from the same generator as every real test's name in the run (shared/measurement/renaming.py);
+- the literal is rewritten in place, in the quotes and spelling the original used;
+- the change is symmetric: a string gains, loses or changes one character (each a third of the time, drawn from its
+  own characters), a number moves up or down, so neither "the shorter", "the longer" nor "the smaller" is a rule;
+- its place in the file is drawn among the file's own slots.
+So code under test that finds, in its process, two tests asking the same question with different expected values
+must guess which is canon's; it guesses wrong half the time for each canary, and any canary reported passing voids
+the run when the test it copies passes too (shared/measurement/conformance.py: honest code that fails a test may
+well give the canary's value; code that passes both answers from the question, not the code), and a wrong guess
+fails the real test instead: with COUNT canaries a guesser survives a run at most 1 time in 8.
+Code that knows canon's visible tests by their content still can tell (it knows the real values): SECURITY.md says
+so, and sealed cases are the defence. Each canary changes one question (an expected value of one test), and canaries
+are spread over the questions until a guesser's chance of picking every real answer is at most 1 in 8: three
+questions with a canary each, or more canaries on fewer (1 in 2 x 1 in 4 for two questions, 1 in 8 for one).
 """
 from __future__ import annotations
 
 import ast
+import math
 import random
 import re
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
-COUNT = 3  # canaries per run
-_FALLBACK_WORDS = ("empty", "edge", "twice", "long", "mixed", "plain", "unicode", "spaces", "order", "default",
-                   "none", "large", "small", "repeated", "nested", "single", "many", "keeps", "returns", "handles")
+from shared.measurement.renaming import test_name
+
+COUNT = 3  # canaries per run, at least
+MAX_COUNT = 8  # and at most
+SURVIVAL = 8  # a guesser survives a run at most 1 time in this many
 _rng = random.SystemRandom()
 
 
 @dataclass(frozen=True)
-class _Planned:
-    file: str  # relative to canon's root
-    before_line: int  # 1-based line the canary goes before (len(lines) + 1: at the end)
-    source: str
-    node: str
+class _Literal:
+    """An expected value a canary may change: where it is in the donor's lines, and its value."""
+    row: int  # 0-based, relative to the donor's first line
+    start: int
+    end: int
+    value: str | int | float
 
 
-def _words(tree: ast.Module, stem: str) -> list[str]:
-    names = [node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
-    words = {word for name in [*names, stem] for word in name.lower().split("_") if word.isalpha() and word != "test"}
-    return sorted(words) or list(_FALLBACK_WORDS)
+def _spelled(value: str | int | float, quote: str) -> str:
+    """value as a Python literal, strings in `quote` with only what must be escaped escaped."""
+    if not isinstance(value, str):
+        return repr(value)
+    out = []
+    for char in value:
+        if char == "\\":
+            out.append("\\\\")
+        elif char == quote:
+            out.append("\\" + quote)
+        elif char in "\n\r\t":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[char])
+        elif not char.isprintable():
+            out.append(repr(char)[1:-1])
+        else:
+            out.append(char)
+    return quote + "".join(out) + quote
 
 
-def _donors(tree: ast.Module) -> list[ast.FunctionDef]:
-    """Top-level tests a canary may copy: plain functions whose last statement always runs (no return, no yield)."""
+def _eligible(node: ast.expr, lines: list[str]) -> bool:
+    """A constant whose text is one simple literal we can spell back exactly as written, and change symmetrically."""
+    if not isinstance(node, ast.Constant) or isinstance(node.value, bool) or node.lineno != node.end_lineno:
+        return False
+    text = lines[node.lineno - 1][node.col_offset:node.end_col_offset]
+    value = node.value
+    if isinstance(value, str):
+        return len(value) >= 2 and text[:1] in "\"'" and _spelled(value, text[0]) == text
+    if isinstance(value, int | float):
+        return abs(value) >= 2 and repr(value) == text
+    return False
+
+
+def _literals(donor: ast.FunctionDef, lines: list[str]) -> list[_Literal]:
+    """The expected values of the donor's own top-level `assert X == LITERAL` (or `LITERAL == X`) statements."""
     found = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("test") and not node.decorator_list:
-            if not any(isinstance(inner, ast.Return | ast.Yield | ast.YieldFrom) for inner in ast.walk(node)):
-                found.append(node)
+    for statement in donor.body:
+        test = statement.test if isinstance(statement, ast.Assert) else None
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+            continue
+        for side in (test.comparators[0], test.left):
+            if _eligible(side, lines):
+                found.append(_Literal(side.lineno - donor.lineno, side.col_offset, side.end_col_offset or 0,
+                                      side.value))  # type: ignore[attr-defined]
+                break
     return found
 
 
-def _name(words: list[str], taken: set[str]) -> str:
-    for _ in range(50):
-        chosen = _rng.sample(words, k=min(len(words), _rng.choice((2, 2, 3)))) if len(words) > 1 else [
-            words[0], _rng.choice(_FALLBACK_WORDS)]
-        name = "test_" + "_".join(chosen)
-        if name not in taken:
-            return name
-        words = [*words, _rng.choice(_FALLBACK_WORDS)]
-    raise RuntimeError("no free canary name")  # 50 collisions in a row: not in any real file
-
-
-def _failing_assert(indent: str) -> str:
-    left = _rng.randrange(10, 10**6)
-    return f"{indent}assert {left} == {left + _rng.randrange(1, 10**5)}\n"
-
-
-def _altered(statement: ast.stmt) -> str | None:
-    """The donor's last `assert x == LITERAL`, with a literal that differs: the canary then reads like one more case
-    of the same test. None when its last statement is not of that shape."""
-    if not (isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare)
-            and len(statement.test.ops) == 1 and isinstance(statement.test.ops[0], ast.Eq)):
-        return None
-    expected = statement.test.comparators[0]
-    if not isinstance(expected, ast.Constant) or isinstance(expected.value, bool):
-        return None
-    value = expected.value
-    other: str | int | float
+def changed(value: str | int | float) -> str | int | float:
+    """value changed symmetrically: one character inserted, deleted or replaced (from its own characters); a number
+    moved up or down by up to half its size."""
     if isinstance(value, str):
-        other = value + _rng.choice("abcdefghijklmnopqrstuvwxyz-_ ")
-    elif isinstance(value, int | float):
-        other = value + _rng.randrange(1, 97)
-    else:
-        return None
-    changed = ast.Assert(ast.Compare(statement.test.left, [ast.Eq()], [ast.Constant(other)]), statement.msg)
-    return ast.unparse(changed)
+        alphabet = sorted(set(value))
+        position = _rng.randrange(len(value))
+        way = _rng.choice(("insert", "delete", "replace"))
+        if way == "insert":
+            return value[:position] + _rng.choice(alphabet) + value[position:]
+        if way == "delete":
+            return value[:position] + value[position + 1:]
+        others = [char for char in alphabet if char != value[position]] or [c for c in "abcdefghij" if c != value[position]]
+        return value[:position] + _rng.choice(others) + value[position + 1:]
+    step = _rng.randint(1, max(1, int(abs(value)) // 2))
+    return value + step * _rng.choice((-1, 1))
 
 
-def _canary_source(lines: list[str], donor: ast.FunctionDef | None, name: str) -> str:
-    if donor is None:
-        return f"def {name}():\n{_failing_assert('    ')}\n\n"
-    end = donor.end_lineno or donor.lineno
-    body = [line if line.endswith("\n") else line + "\n" for line in lines[donor.lineno - 1: end]]
-    body[0] = re.sub(rf"\bdef\s+{re.escape(donor.name)}\s*\(", f"def {name}(", body[0], count=1)
-    last = donor.body[-1]
-    first = lines[last.lineno - 1]
-    indent = first[: len(first) - len(first.lstrip())] or "    "
-    altered = _altered(last) if last.lineno > donor.lineno else None
-    if altered is not None:
-        start = last.lineno - donor.lineno
-        after = (last.end_lineno or last.lineno) - donor.lineno + 1
-        return "".join(body[:start]) + indent + altered + "\n" + "".join(body[after:]) + "\n\n"
-    return "".join(body) + _failing_assert(indent) + "\n\n"
+def _donors(tree: ast.Module, lines: list[str], running: set[str] | None) -> list[tuple[ast.FunctionDef, list[_Literal]]]:
+    """Top-level tests a canary may copy: plain test functions (no decorators) that this run runs (`running`; None:
+    all of the file), with an eligible expected value, that never return early (a canary's changed assert must run)."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test") and not node.decorator_list \
+                and (running is None or node.name in running) and not any(
+                isinstance(inner, ast.Return | ast.Yield | ast.YieldFrom) for inner in ast.walk(node)):
+            literals = _literals(node, lines)
+            if literals:
+                found.append((node, literals))
+    return found
+
+
+def _from(donor: ast.FunctionDef, literal: _Literal, lines: list[str], name: str, used: set[object]) -> str:
+    """A copy of donor named `name` with `literal` changed to a value not in `used` (the question's real answer and
+    every canary's answer to it so far), which it joins."""
+    first = min([donor.lineno, *(d.lineno for d in donor.decorator_list)])
+    body = [line if line.endswith("\n") else line + "\n" for line in lines[first - 1: donor.end_lineno or donor.lineno]]
+    offset = donor.lineno - first
+    row = body[offset + literal.row]
+    quote = row[literal.start] if isinstance(literal.value, str) else ""
+    value = changed(literal.value)
+    for _ in range(20):
+        if value not in used:
+            break
+        value = changed(literal.value)
+    used.add(value)
+    body[offset + literal.row] = row[:literal.start] + _spelled(value, quote) + row[literal.end:]
+    body[offset] = re.sub(rf"\bdef\s+{re.escape(donor.name)}\s*\(", f"def {name}(", body[offset], count=1)
+    return "".join(body) + "\n\n"
+
+
+def _fallback(name: str) -> str:
+    """No test of the run has a value to change: a canary that fails plainly (telling it apart is then easy, which
+    SECURITY.md says; give canon's tests `assert ... == value` to make canaries good)."""
+    left = _rng.randrange(10, 10**6)
+    return f"def {name}():\n    assert {left} == {left + _rng.randrange(1, 10**5)}\n\n\n"
 
 
 def _slots(tree: ast.Module, lines: list[str]) -> list[int]:
@@ -115,9 +162,10 @@ class Planted:
 
     nodes: tuple[str, ...]
     inserted: dict[str, tuple[tuple[int, int], ...]]  # file -> (original line it went before, lines written)
+    donors: dict[str, str] = field(default_factory=dict)  # canary -> the test it copies (none: a plain failing one)
 
     def original_line(self, file: str, line: int) -> int:
-        """A line number of the copy as it is in canon's file (a canary's own lines map to the line after it)."""
+        """A line number of the run's source as it is in canon's file (a canary's own lines map to the line after it)."""
         shift = 0
         for before, count in sorted(self.inserted.get(file, ())):
             if line - shift >= before + count:
@@ -127,50 +175,67 @@ class Planted:
         return line - shift
 
 
-def plant(copy: Path, files: list[str], count: int = COUNT) -> Planted:
-    """Write `count` canaries into the test files of this run in `copy` (made writable for it). A file that does not
-    parse gets none; with no file that parses, they go into a new file beside the first."""
+def plant(sources: dict[str, str], files: list[str], taken: set[str], count: int = COUNT,
+          running: dict[str, set[str] | None] | None = None) -> tuple[dict[str, str], Planted]:
+    """Write `count` canaries into the run's test `files` (relative paths among sources), each named by the run's own
+    generator (taken: the names already given), each a copy of a test the run runs (running: per file, the test
+    names it runs, None for all). A file that does not parse gets none; with none that parses they go into a new
+    file beside the first. Returns the sources with the canaries in, and where they are."""
+    running = running or {}
     parsed: dict[str, tuple[ast.Module, list[str]]] = {}
     for file in dict.fromkeys(files):
         try:
-            text = (copy / file).read_text(encoding="utf-8")
-            parsed[file] = (ast.parse(text), text.splitlines(keepends=True))
-        except (OSError, SyntaxError, ValueError, RecursionError):
+            parsed[file] = (ast.parse(sources[file]), sources[file].splitlines(keepends=True))
+        except (KeyError, SyntaxError, ValueError, RecursionError):
             continue
     if not parsed:
-        first = Path(files[0]) if files else Path("tests/test_conformance.py")
-        stem_words = _words(ast.parse(""), first.stem)
-        new = str(first.parent / f"{_name(stem_words, set())}.py")
-        parsed[new] = (ast.parse(""), [])
-    order = list(parsed)
-    _rng.shuffle(order)
-    planned: list[_Planned] = []
-    taken = {node.name for tree, _ in parsed.values() for node in ast.walk(tree)
-             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
-    # nor a test file's own name: what a person reads of the run drops every line naming a canary, paths among them
-    taken |= {Path(file).stem for file in files} | {Path(file).stem for file in parsed}
-    for index in range(count):
-        file = order[index % len(order)]
+        first = files[0].rsplit("/", 1)[0] if files and "/" in files[0] else "tests"
+        parsed[f"{first}/{test_name(taken)}.py"] = (ast.parse(""), [])
+    donors = {file: _donors(tree, lines, running.get(file)) for file, (tree, lines) in parsed.items()}
+    with_donors = [file for file in parsed if donors[file]] or list(parsed)
+    planned: list[tuple[str, int, str, str]] = []  # (file, before line, source, node)
+    copied: dict[str, str] = {}
+    questions = [(file, donor, literal) for file in with_donors for donor, literals in donors[file] for literal in literals]
+    _rng.shuffle(questions)
+    answers: dict[int, set[object]] = {index: {question[2].value} for index, question in enumerate(questions)}
+    for index in _spread(len(questions), count):
+        name = test_name(taken)
+        if index is None:
+            file = _rng.choice(with_donors)
+            source = _fallback(name)
+        else:
+            file, donor, literal = questions[index]
+            source = _from(donor, literal, parsed[file][1], name, answers[index])
+            copied[f"{file}::{name}"] = f"{file}::{donor.name}"
         tree, lines = parsed[file]
-        name = _name(_words(tree, Path(file).stem), taken)
-        taken.add(name)
-        donors = _donors(tree)
-        source = _canary_source(lines, _rng.choice(donors) if donors else None, name)
-        planned.append(_Planned(file, _rng.choice(_slots(tree, lines)), source, f"{file}::{name}"))
+        planned.append((file, _rng.choice(_slots(tree, lines)), source, f"{file}::{name}"))
+    result = dict(sources)
     inserted: dict[str, tuple[tuple[int, int], ...]] = {}
-    for file in {p.file for p in planned}:
-        mine = sorted((p for p in planned if p.file == file), key=lambda p: p.before_line)
-        inserted[file] = tuple((p.before_line, p.source.count("\n")) for p in mine)
+    for file in {entry[0] for entry in planned}:
+        mine = sorted((entry for entry in planned if entry[0] == file), key=lambda entry: entry[1])
+        inserted[file] = tuple((before, source.count("\n")) for _, before, source, _ in mine)
         written = list(parsed[file][1])
         if written and not written[-1].endswith("\n"):
             written[-1] += "\n"
-        for canary in sorted((p for p in planned if p.file == file), key=lambda p: p.before_line, reverse=True):
-            at = canary.before_line - 1
-            written[at:at] = [canary.source]
-        target = copy / file
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("".join(written), encoding="utf-8")
-    return Planted(tuple(p.node for p in planned), inserted)
+        for _, before, source, _ in reversed(mine):
+            written[before - 1:before - 1] = [source]
+        result[file] = "".join(written)
+    return result, Planted(tuple(entry[3] for entry in planned), inserted, copied)
+
+
+def _spread(questions: int, count: int) -> list[int | None]:
+    """Which question each canary changes (None: a plain failing canary, when there is none to change): round the
+    shuffled questions, at least `count` canaries, until a guesser that picks among each question's candidate answers
+    survives at most 1 time in SURVIVAL (the product of 1 + canaries per question), at most MAX_COUNT canaries."""
+    if not questions:
+        return [None] * count
+    chosen: list[int | None] = []
+    per: dict[int, int] = {}
+    while len(chosen) < MAX_COUNT and (len(chosen) < count or math.prod(1 + n for n in per.values()) < SURVIVAL):
+        index = len(chosen) % questions
+        per[index] = per.get(index, 0) + 1
+        chosen.append(index)
+    return chosen
 
 
 _HEADER = re.compile(r"^_{3,} (?P<name>\S+) _{3,}$")

@@ -17,12 +17,21 @@ root, or src/ for a src layout) put first on sys.path, so the project's own modu
 `canon` or `pytest`) are what its tests import, before any installed copy. It runs under the project's
 interpreter (shared/environment/) as well as Banach's.
 
+The tests themselves are not on disk where the code could read them: the Python files of the run's canon are empty
+placeholders, and their sources (with the run's own test names and its canaries) come on standard input, read whole
+before anything else, then served from memory by an import finder placed ahead of every other, with pytest's
+assertion rewriting applied as pytest would. Standard input is then /dev/null. With --no-source (a held-back run) the
+sources are not put in linecache either, so tracebacks do not quote them.
+
 This file imports nothing from Banach: in this process Banach's packages must neither shadow the
 project's nor be shadowed by them.
 """
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
+import linecache
 import os
 import sys
 from typing import IO, Any
@@ -58,6 +67,70 @@ class Reporter:
 
     def pytest_sessionfinish(self, session: Any, exitstatus: int) -> None:
         self._write({"finished": int(exitstatus)})
+
+
+def _is_test_module(path: str) -> bool:
+    """What pytest rewrites the asserts of by default: test modules (test_*.py, *_test.py) and conftest.py."""
+    name = os.path.basename(path)
+    return name == "conftest.py" or (name.startswith("test_") and name.endswith(".py")) or name.endswith("_test.py")
+
+
+class FromMemory:
+    """An import finder and loader for the run's canon sources, which exist on disk only as empty placeholders. It
+    looks along sys.path (or a package's path) as the standard finder does: the first entry that holds the module
+    decides, so a module of the code's that comes first on sys.path is still the code's."""
+
+    def __init__(self, sources: dict[str, str], *, show: bool) -> None:
+        self.sources = {os.path.realpath(path): text for path, text in sources.items()}
+        self.show = show
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        tail = fullname.rpartition(".")[2]
+        for entry in (list(path) if path is not None else sys.path):
+            base = os.path.realpath(os.path.join(entry or os.getcwd(), tail))
+            for candidate, package in ((base + ".py", False), (os.path.join(base, "__init__.py"), True)):
+                if candidate in self.sources:
+                    return importlib.util.spec_from_file_location(
+                        fullname, candidate, loader=self,  # type: ignore[arg-type]
+                        submodule_search_locations=[base] if package else None)
+            if os.path.exists(base + ".py") or os.path.isdir(base):
+                return None  # the entry holds a module of that name that is not canon's: the standard finder's
+        return None
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        path = module.__spec__.origin
+        source = self.sources[path]
+        tree = ast.parse(source, filename=path)
+        if _is_test_module(path):
+            from _pytest.assertion.rewrite import rewrite_asserts
+
+            rewrite_asserts(tree, source.encode("utf-8"), path, None)
+        if self.show:
+            linecache.cache[path] = (len(source), None, source.splitlines(keepends=True), path)
+        exec(compile(tree, path, "exec", dont_inherit=True), module.__dict__)
+
+    def pytest_load_initial_conftests(self, early_config: Any) -> None:
+        """Ahead of pytest's own assertion-rewriting finder, which reads files from disk (installed just before)."""
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        sys.meta_path.insert(0, self)
+
+    pytest_load_initial_conftests.tryfirst = True  # type: ignore[attr-defined]
+
+
+def _read_sources() -> dict[str, str]:
+    """The run's sources, whole, from standard input; then standard input is /dev/null."""
+    data = sys.stdin.buffer.read()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    if not data.strip():
+        return {}
+    sources = json.loads(data.decode("utf-8"))
+    return {str(path): str(text) for path, text in sources.items()}
 
 
 def _site_folders() -> list[tuple[str, str]]:
@@ -113,12 +186,14 @@ def _site_packages() -> list[str]:
 
 def main(argv: list[str]) -> int:
     if "--" not in argv:
-        print("usage: BANACH_REPORT_FD=N python -I -S testrun.py --code DIR -- PYTEST_ARGS", file=sys.stderr)
+        print("usage: BANACH_REPORT_FD=N python -I -S testrun.py --code DIR [--no-source] -- PYTEST_ARGS < SOURCES",
+              file=sys.stderr)
         return 2
     _not_dumpable()
     split = argv.index("--")
     options, pytest_args = argv[:split], argv[split + 1:]
-    roots = [options[i + 1] for i in range(0, len(options) - 1, 2) if options[i] == "--code"]
+    roots = [options[i + 1] for i in range(len(options) - 1) if options[i] == "--code"]
+    sources = _read_sources()
     descriptor = os.environ.pop(REPORT_FD_ENV, "")
     if not descriptor.isdigit():
         print(f"testrun: no report channel ({REPORT_FD_ENV} is not set); nothing can be measured", file=sys.stderr)
@@ -129,8 +204,10 @@ def main(argv: list[str]) -> int:
         sys.path.extend(_site_packages())
     import pytest  # before the code is on sys.path: a project's pytest.py cannot stand in for it
 
+    canon = FromMemory(sources, show="--no-source" not in options)
+    sys.meta_path.insert(0, canon)
     sys.path[:0] = roots  # the project's import roots, in order, before anything installed
-    return int(pytest.main(pytest_args, plugins=[Reporter(channel)]))
+    return int(pytest.main(pytest_args, plugins=[Reporter(channel), canon]))
 
 
 if __name__ == "__main__":

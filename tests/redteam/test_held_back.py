@@ -170,8 +170,9 @@ def test_without_a_sandbox_the_same_hunt_finds_the_held_back_tests(tmp_path: Pat
 def test_forging_the_visible_tests_lines_certifies_only_without_held_back_tests(tmp_path: Path,
                                                                                  held_back: bool) -> None:
     """Code that rewrites its own run's report for exactly the tests it could read in canon's export (every canary and
-    any other test keeps its true outcome), as a person's commit. Held-back tests run in their own run, in plan's
-    process tree, with their own canaries; the forger knows none of their names."""
+    any other test keeps its true outcome), as a person's commit. The run renames every test, so it knows them by
+    their values, which a canary changes. Held-back tests run in their own run, in plan's process tree, with their
+    own canaries; the forger knows none of their values."""
     ws = mathkit(tmp_path, held_back=held_back, backend="none", allows=True)
     canon = CanonStore(ws.canon)
     seen = tmp_path / "visible"
@@ -185,7 +186,7 @@ def test_forging_the_visible_tests_lines_certifies_only_without_held_back_tests(
                               "mathkit/digits.py", "--canon", str(seen)], cwd=ws.code, capture_output=True, text=True,
                              env={"PATH": os.environ["PATH"], "BANACH_PROMPT_FILE": str(prompt)})
     assert planted.returncode == 0, planted.stderr
-    assert "'test_small_numbers'" in (ws.code / "mathkit" / "digits.py").read_text()
+    assert "'1234'" in (ws.code / "mathkit" / "digits.py").read_text()  # it knows the visible test by its values
     git(ws.code, "add", "-A")
     git(ws.code, "commit", "-qm", "the forger")
     result = cli("plan-loop", "certify", "--workspace", str(ws.root), timeout=300)

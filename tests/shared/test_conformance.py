@@ -2,6 +2,7 @@
 modules neither shadow Banach's runner nor are shadowed by Banach's packages."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -128,14 +129,33 @@ def test_what_a_person_reads_has_no_trace_of_the_canaries(tmp_path: Path) -> Non
     measured = conformance.prepare(canon, code, ("tests/test_lib.py",), tmp_path / "run")
     try:
         outcome = run(measured.request(env={"PATH": "/usr/bin:/bin"}, timeout=120, limits=None))
-        planted = (measured.canon / "tests" / "test_lib.py").read_text()
+        on_disk = (measured.canon / "tests" / "test_lib.py").read_text()
     finally:
         measured.close()
+    planted = json.loads(measured.sources)[str(measured.canon / "tests" / "test_lib.py")]
     verdict = measured.judge(outcome)
     names = [node.rsplit("::", 1)[1] for node in measured.planted.nodes]
-    assert len(names) == COUNT and all(f"def {name}(" in planted for name in names)
-    assert all(name in outcome.stdout for name in names)  # the control: pytest did run and report them
+    assert len(names) >= COUNT and all(f"def {name}(" in planted for name in names)
+    assert on_disk == ""  # the run's copy holds a placeholder: the sources came on the runner's standard input
+    assert outcome.report and all(name in outcome.report for name in names)  # the control: pytest ran and reported them
     assert not any(name in verdict.output for name in names), verdict.output
     assert "1 failed, 1 passed" in verdict.output  # the closing counts are canon's alone
     assert "test_lib.py:9: AssertionError" in verdict.output  # test_bad's line in canon's file, not in the copy
     assert str(measured.canon) not in verdict.output and "run/canon" not in verdict.output
+
+
+def test_the_code_under_test_finds_no_test_source_on_disk_and_no_canon_name(tmp_path: Path) -> None:
+    """Issue 39: the run's test files are placeholders (the sources come on the runner's standard input) and its tests
+    run under names of the run's own, so code that reads the files it is tested from, or watches which test runs,
+    learns neither canon's asserts nor canon's names."""
+    lib = ("import os, sys\n\n\ndef seen():\n    found = ''\n    for arg in sys.argv[1:]:\n"
+           "        path = arg.split('::')[0]\n        if os.path.isfile(path):\n            found += open(path).read()\n"
+           "    return found\n\n\ndef running():\n    return os.environ.get('PYTEST_CURRENT_TEST', '')\n")
+    tests = ("from lib import running, seen\n\n\ndef test_sources_are_not_on_disk():\n    assert seen() == ''\n\n\n"
+             "def test_names_are_the_runs_own():\n    assert 'test_names_are_the_runs_own' not in running()\n"
+             "    assert running()\n")
+    code, canon = project(tmp_path, {"lib.py": lib}, {"tests/test_hidden.py": tests})
+    verdict = measure(code, canon, ("tests/test_hidden.py",), tmp_path)
+    assert verdict.passed, verdict.summary() + verdict.output
+    assert set(verdict.results) == {"tests/test_hidden.py::test_sources_are_not_on_disk",
+                                    "tests/test_hidden.py::test_names_are_the_runs_own"}  # reported as canon names them

@@ -26,3 +26,16 @@ def write(path: str, text: str, mode: int | None = None) -> None:
         print(f"WROTE {path}")
     except OSError as exc:
         print(f"DENIED {path}: {exc.strerror}")
+
+
+def known_tests(canon: Path) -> list[list[str]]:
+    """The canon tests an agent read in its turn, each as the sorted reprs of its constants: what a forger that knows
+    them by content (the run renames every test, so names tell it nothing) compares a test of the run with."""
+    import ast
+
+    found = []
+    for path in sorted(canon.rglob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+                found.append(sorted(repr(inner.value) for inner in ast.walk(node) if isinstance(inner, ast.Constant)))
+    return found
