@@ -180,11 +180,12 @@ def better(before: Reading, after: Reading) -> bool:
 def refusal(before: Reading, after: Reading, *, unseen: bool = False) -> str:
     """Why a change measured `after` may not be kept over `before` (the ratchet, then progress), or "" to keep it.
     unseen: the item's evidence includes held-back tests, which only plan runs; build cannot see their progress, so
-    a change that breaks nothing and fails no more than before is kept, and plan's next pass judges it."""
+    once every visible check passes, a change that breaks nothing is kept and plan's next pass judges it. While a
+    visible check still fails, a keep is earned by visible progress like any other."""
     broke = regressions(before, after)
     if broke:
         return f"the ratchet: {len(broke)} check(s) that were green went red ({', '.join(broke[:5])})"
-    if better(before, after) or (unseen and len(after.failing) <= len(before.failing)):
+    if better(before, after) or (unseen and not after.failing):
         return ""
     if after.fingerprint == before.fingerprint:
         return f"no progress: the same {len(after.failing)} check(s) still fail"
