@@ -348,7 +348,8 @@ class Governor:
     def _judge(self, turn: Turn, entries: dict[str, Entry | None]) -> Outcome:
         """The sensors on the kept change (flipped checks measured again: build_loop/flakes.py), the ratchet, and keep or
         roll back."""
-        settled = self.measure.settle(turn, self.measure.read(turn.sensors, turn.canon_dir, turn.scratch, turn.project))
+        settled = self.measure.settle(turn, self.measure.read(turn.sensors, turn.canon_dir, turn.scratch, turn.project),
+                                      self.code)
         if self.cancel.is_set():
             self._roll_back(turn)
             return self._end(turn, "abandoned", "build-loop was asked to stop while the sensors ran; rolled back")

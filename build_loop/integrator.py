@@ -120,8 +120,8 @@ def measure_onto(repo: GitRepo, measure: Measurer, turn: Turn, main: str, entrie
     before = measure.at_checkpoint(main, turn.sensors, turn.canon_dir, scratch, turn.project)
     trial, _ = repo.commit_entries(main, entries, "a trial on main", {}, role="build")
     repo.check_out(trial)
-    settled = measure.settle(turn, measure.read(turn.sensors, turn.canon_dir, scratch, turn.project), before=before,
-                             scratch=scratch)  # a check that flips on main's trial tree judges nothing there either
+    settled = measure.settle(turn, measure.read(turn.sensors, turn.canon_dir, scratch, turn.project), repo, checkpoint=main,
+                             before=before, scratch=scratch)  # a check that flips on main's trial tree judges nothing
     return settled.before, settled.after
 
 

@@ -8,7 +8,7 @@ import hashlib
 import json
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,28 +89,31 @@ class Measurer:
                                       project.python, project.roots, req.network))
         return sensors
 
-    def env(self, canon_dir: Path, scratch: Path, project: ProjectEnv | None = None) -> dict[str, str]:
+    def env(self, canon_dir: Path, scratch: Path, project: ProjectEnv | None = None, tree: Path | None = None) -> dict[str, str]:
         """What sensors and fix commands get: build.env_allow, canon's export, the work tree's import roots on
         PYTHONPATH, and the project's interpreter as BANACH_PYTHON (its venv first on PATH)."""
         project = project or OWN
         env = {key: os.environ[key] for key in self.ws.config.build.env_allow if key in os.environ}
         env.update({"BANACH_CANON": str(canon_dir), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch),
-                    "PYTHONPATH": os.pathsep.join(project.import_paths(self.tree)), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                    "PYTHONPATH": os.pathsep.join(project.import_paths(tree or self.tree)), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
                     "BANACH_PYTHON": project.python})
         env["PATH"] = project.search_path(env.get("PATH", os.environ.get("PATH", "/usr/bin:/bin")))
         return env
 
-    def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path, project: ProjectEnv | None = None) -> Reading:
-        # sensors read the work tree and write only their own folder, each in a view of its own (shared/isolation/
-        # kinds.py): what they judge is what gets committed, and what they print can carry nothing else of the machine
-        confine = Confine(self.ws, "sensor", (self.tree,))
-        env = self.env(canon_dir, scratch, project)
+    def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path, project: ProjectEnv | None = None,
+             tree: Path | None = None) -> Reading:
+        """tree: where the code is (the work tree unless given). Sensors read it and write only their own folder, each
+        in a view of its own (shared/isolation/kinds.py): what they judge is what gets committed, and what they
+        print can carry nothing else of the machine."""
+        tree = tree or self.tree
+        confine = Confine(self.ws, "sensor", (tree,))
+        env = self.env(canon_dir, scratch, project, tree)
 
         def wrap(argv: tuple[str, ...], *, python: str, writable: Path, read: tuple[Path, ...], hidden: list[Path],
                  network: str) -> tuple[str, ...]:
             return confine(argv, python=python, writable=[writable], read=read, hidden=hidden, network=network, env=env)
 
-        return read_sensors(sensors, self.tree, env, scratch, wrap, self.limits, self.cancel)
+        return read_sensors(sensors, tree, env, scratch, wrap, self.limits, self.cancel)
 
     def fix(self, turn: Turn, *, reap_orphans: bool) -> None:
         """build.fix_commands (formatters) on the work tree, each in a view of its own that may write the tree."""
@@ -121,16 +124,26 @@ class Measurer:
                                            env=env)
             run(Request(argv, cwd=self.tree, env=env, timeout=120, limits=self.limits), reap_orphans=reap_orphans)
 
-    def settle(self, turn: Turn, after: Reading, *, before: Reading | None = None,
-               scratch: Path | None = None) -> Settled:
-        """A reading of the tree as it stands against `before` (the turn's checkpoint's unless given), with the checks
-        that flip on this same tree found and taken out (build.flake_reruns more readings of exactly the flipped checks:
-        build_loop/flakes.py)."""
-        before = before or turn.before
+    def settle(self, turn: Turn, after: Reading, code: GitRepo, *, checkpoint: str | None = None,
+               before: Reading | None = None, scratch: Path | None = None) -> Settled:
+        """A reading of the tree as it stands against `before`, the reading of commit `checkpoint` (the turn's own
+        unless given), with the checks that flip on this tree and on the checkpoint's found and taken out, and those
+        that flip on this tree only read red (build_loop/flakes.py)."""
+        before, checkpoint, scratch = before or turn.before, checkpoint or turn.checkpoint, scratch or turn.scratch
         if self.cancel.is_set():
             return Settled(before, after)
-        return settle(lambda chosen: self.read(chosen, turn.canon_dir, scratch or turn.scratch, turn.project),
+        return settle(lambda chosen: self.read(chosen, turn.canon_dir, scratch, turn.project),
+                      lambda chosen: self._read_commit(code, checkpoint, chosen, turn.canon_dir, scratch),
                       turn.sensors, before, after, self.ws.config.build.flake_reruns)
+
+    def _read_commit(self, code: GitRepo, commit: str, sensors: list[Sensor], canon_dir: Path, scratch: Path) -> Reading:
+        """The sensors on a clean export of commit (in scratch, made once), with the environment it needs."""
+        tree = scratch / f"tree-{commit[:12]}"
+        if not tree.exists():
+            code.export(commit, tree)
+        project = self.environment(code, commit)
+        return self.read([replace(s, python=project.python, roots=project.roots) for s in sensors], canon_dir, scratch,
+                         project, tree=tree)
 
     def for_change(self, code: GitRepo, turn: Turn, entries: dict[str, Entry | None]) -> ChangeSetup:
         """What a turn's change is measured with, or why it is not measured at all: the tamper scan first, then the
