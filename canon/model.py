@@ -8,6 +8,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+$")
+# What a requirement's pass rests on, strongest first, as status, the certificate, the dashboard and deliver say it
+STRENGTHS = {
+    "sealed": "sealed cases: the code computed answers it never saw",
+    "tests": "in-process tests: code that knows their names or values can forge them",
+    "checks": "exit-code checks: the code decides",
+    "unmeasured": "unmeasured: nothing checks them",
+}
 
 
 class Frozen(BaseModel):
@@ -45,6 +52,8 @@ class Requirement(Frozen):
     tests: tuple[str, ...] = Field((), description="pytest node ids of canon's conformance tests")
     held_back: tuple[str, ...] = Field((), description="pytest node ids of conformance tests no agent ever sees: only plan "
                                        "runs them, and what it says of them is how many fail")
+    sealed: tuple[str, ...] = Field((), description="files of sealed cases in canon (sealed/NAME.json): inputs the code "
+                                    "gets and expected answers it never sees, compared outside its process")
     reads: tuple[str, ...] = Field((), description="globs of the code its checks read; narrows the memo key")
     allows: tuple[str, ...] = Field((), description="kinds of the tamper scan (shared/measurement/tamper.py) its files may use")
     network: Literal["none", "open"] = Field("none", description="what its checks reach: none (their own loopback) or "
@@ -84,9 +93,25 @@ class Requirement(Frozen):
                 raise ValueError(f"'{value}' must be a pytest node id under canon's tests/, such as tests/test_x.py::test_y")
         return values
 
+    @field_validator("sealed")
+    @classmethod
+    def _sealed(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for value in values:
+            if not value.startswith("sealed/") or not value.endswith(".json") or ".." in value:
+                raise ValueError(f"'{value}' must be a file of sealed cases in canon's sealed/, such as sealed/slug.json")
+        return values
+
     @property
     def measured(self) -> bool:
-        return bool(self.checks or self.tests or self.held_back)
+        return bool(self.checks or self.tests or self.held_back or self.sealed)
+
+    @property
+    def strength(self) -> str:
+        """What a pass of this requirement rests on, strongest first: 'sealed' (the code had to compute answers it never
+        saw), 'tests' (in-process tests: code that knows their names or values can forge them), 'checks' (exit codes:
+        the code decides), or 'unmeasured'."""
+        return "sealed" if self.sealed else "tests" if self.tests or self.held_back else "checks" if self.checks \
+            else "unmeasured"
 
 
 class Document(Frozen):
@@ -94,6 +119,7 @@ class Document(Frozen):
     area: str
     title: str
     removes: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()  # what every requirement here needs before it is certified: ("sealed",) or ()
     requirements: tuple[Requirement, ...]
 
 
@@ -103,10 +129,22 @@ class Canon(Frozen):
     documents: tuple[Document, ...]
     test_files: tuple[str, ...] = ()  # conformance test files, relative to canon's root
     held_back_files: tuple[str, ...] = ()  # held-back test files, relative to canon's root (held_back/tests/...)
+    sealed_files: tuple[str, ...] = ()  # files of sealed cases, relative to canon's root (sealed/...)
 
     @cached_property
     def requirements(self) -> dict[str, Requirement]:
         return {req.id: req for doc in self.documents for req in doc.requirements}
+
+    def by_strength(self) -> dict[str, list[str]]:
+        """The requirement ids by what their pass rests on (STRENGTHS' keys, in its order; empty tiers left out)."""
+        found: dict[str, list[str]] = {tier: [] for tier in STRENGTHS}
+        for rid, req in sorted(self.requirements.items()):
+            found[req.strength].append(rid)
+        return {tier: ids for tier, ids in found.items() if ids}
+
+    def must_be_sealed(self, rid: str) -> bool:
+        """Whether the document holding this requirement says `requires: sealed` in its header."""
+        return any("sealed" in doc.requires for doc in self.documents if any(r.id == rid for r in doc.requirements))
 
     def slice(self, ids: tuple[str, ...]) -> list[Requirement]:
         """The requirements named and everything they depend on, transitively: what an agent needs to see."""

@@ -10,6 +10,7 @@
     paths: textkit/slug.py
     tests: tests/test_slug.py
     held_back: tests/test_slug_edges.py
+    sealed: sealed/slug.json
     depends_on: TK-0
 
     What the requirement says, in prose, until the next '## ' heading.
@@ -31,9 +32,9 @@ from shared.errors import CanonError
 HEADING = re.compile(r"^##\s+(?P<id>\S+?):?\s+(?P<title>.*\S)\s*$")
 FIELD = re.compile(r"^(?P<key>[a-z_]+):\s*(?P<value>.*?)\s*$")
 LIST_ITEM = re.compile(r"^\s+-\s+(?P<value>.*?)\s*$")
-LIST_FIELDS = {"paths", "checks", "tests", "held_back", "reads", "depends_on", "conflicts_with", "allows"}
+LIST_FIELDS = {"paths", "checks", "tests", "held_back", "sealed", "reads", "depends_on", "conflicts_with", "allows"}
 SCALAR_FIELDS = {"priority", "network"}
-HEADER_FIELDS = {"area", "title", "removes"}
+HEADER_FIELDS = {"area", "title", "removes", "requires"}
 
 
 class CanonSyntaxError(CanonError):
@@ -119,7 +120,13 @@ def parse_document(raw: bytes | str, file: str) -> Document:
         end = blocks[number + 1][0] if number + 1 < len(blocks) else len(lines)
         requirements.append(_requirement(lines, index, end, match, area, file))
     removes = tuple(_split_list("removes", header.get("removes", "")))
-    return Document(path=file, area=area, title=header.get("title", area), removes=removes,
+    requires = tuple(_split_list("requires", header.get("requires", "")))
+    unknown = [value for value in requires if value != "sealed"]
+    if unknown:
+        line = next(i + 1 for i, text in enumerate(lines) if text.startswith("requires:"))
+        raise CanonSyntaxError(file, line, f"requires: {', '.join(unknown)} is not known; 'requires: sealed' makes every "
+                               "requirement of the document need sealed cases before it is certified")
+    return Document(path=file, area=area, title=header.get("title", area), removes=removes, requires=requires,
                     requirements=tuple(requirements))
 
 
@@ -187,7 +194,7 @@ def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str],
 def render_requirement(req: Requirement) -> str:
     """The canonical text of one requirement, as parse_document reads it back."""
     lines = [f"## {req.id}: {req.title}", f"priority: {req.priority}"] + (["network: open"] if req.network == "open" else [])
-    for key in ("paths", "tests", "held_back", "reads", "depends_on", "conflicts_with", "allows"):
+    for key in ("paths", "tests", "held_back", "sealed", "reads", "depends_on", "conflicts_with", "allows"):
         values = getattr(req, key)
         if values:
             lines.append(f"{key}: {', '.join(values)}")

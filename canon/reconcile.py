@@ -117,13 +117,29 @@ def _missing_tests(reqs: dict[str, Requirement], test_sources: dict[str, str]) -
     return problems
 
 
+def _missing_sealed(reqs: dict[str, Requirement], sealed_files: frozenset[str]) -> list[Problem]:
+    problems = []
+    for req in reqs.values():
+        for path in req.sealed:
+            if path not in sealed_files:
+                name = PurePosixPath(path).name
+                problems.append(Problem(str(req.source), req.id, f"sealed names {path}, which is not among canon's sealed "
+                                        f"cases; put {name} in the inbox together with {PurePosixPath(req.source.file).name}"
+                                        f" (both land as one canon version), or run: spec-loop add "
+                                        f"{PurePosixPath(req.source.file).name} {name}"))
+    return problems
+
+
 def _orphan_tests(reqs: dict[str, Requirement], arriving: frozenset[str]) -> list[Problem]:
     """A conformance test file this change brings that no requirement names: nothing would ever run it, and a reader
     of canon would believe it measures something."""
-    named = {node.partition("::")[0] for req in reqs.values() for node in (*req.tests, *req.held_back)}
+    named = {node.partition("::")[0] for req in reqs.values() for node in (*req.tests, *req.held_back, *req.sealed)}
     return [Problem(f"{file}:1", "", "no requirement names this conformance test in its `tests:`, so nothing would ever "
                     "run it; name it in the requirement it checks (tests: " + file + "), or leave the file out")
-            for file in sorted(arriving) if PurePosixPath(file).name.startswith("test_") and file not in named]
+            for file in sorted(arriving) if PurePosixPath(file).name.startswith("test_") and file not in named] + [
+        Problem(f"{file}:1", "", "no requirement names these sealed cases in its `sealed:`, so nothing would ever run "
+                "them; name them in the requirement they measure (sealed: " + file + "), or leave the file out")
+        for file in sorted(arriving) if file.startswith("sealed/") and file not in named]
 
 
 def _held_back_in_view(reqs: dict[str, Requirement]) -> list[Problem]:
@@ -191,11 +207,13 @@ def reconcile(
     code_files: list[str] = (),  # type: ignore[assignment]
     canon_files: list[str] | None = None,
     arriving_tests: frozenset[str] = frozenset(),
+    sealed_files: frozenset[str] | None = None,
 ) -> list[Problem]:
     """All problems of the proposed canon; empty means it may be committed.
 
     replaced: the drafts of this intake, by the canon path they would take (for the removal check).
-    arriving_tests: the conformance test files this intake writes (each must be named by a requirement).
+    arriving_tests: the conformance test and sealed case files this intake writes (each must be named by a requirement).
+    sealed_files: canon's files of sealed cases after this intake; None leaves the check that each named one exists out.
     canon_files: every file of the proposed canon; given, the files checks name are looked up in it and
     in code_files (the code's files at its current commit). None leaves that check out.
     """
@@ -208,6 +226,8 @@ def reconcile(
     problems += _cycles(reqs)
     problems += _contradictions(reqs, list(code_files))
     problems += _missing_tests(reqs, test_sources)
+    if sealed_files is not None:
+        problems += _missing_sealed(reqs, sealed_files)
     problems += _orphan_tests(reqs, arriving_tests)
     problems += _held_back_in_view(reqs)
     problems += _silent_removals(previous, reqs, replaced)

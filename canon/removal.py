@@ -67,6 +67,6 @@ def orphaned_tests(before: list[Document], after: list[Document], test_files: li
     remaining requirement names."""
     def named(documents: list[Document]) -> set[str]:
         return {node.split("::", 1)[0] for doc in documents for req in doc.requirements
-                for node in (*req.tests, *req.held_back)}
+                for node in (*req.tests, *req.held_back, *req.sealed)}
 
     return sorted((named(before) - named(after)) & set(test_files))

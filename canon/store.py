@@ -1,9 +1,11 @@
 """Canon's versioned store: its own git repository, one commit per accepted change, a monotonic version.
 
-Layout inside canon/: requirements/*.md (the documents), tests/ (conformance tests, tier 1) and held_back/tests/
-(the held-back tests: a requirement's `held_back: tests/test_x.py` is stored at held_back/tests/test_x.py). Only plan
-and spec read held_back/: build exports canon without it (canon/visible.py), and nothing build starts reads canon's
-repository. Readers load a version from git objects, never from the work tree, so what they see is exactly V.
+Layout inside canon/: requirements/*.md (the documents), tests/ (conformance tests, tier 1), held_back/tests/
+(the held-back tests: a requirement's `held_back: tests/test_x.py` is stored at held_back/tests/test_x.py) and
+sealed/ (files of sealed cases, named as stored: `sealed: sealed/slug.json`). Only plan and spec read held_back/ and
+sealed/: build exports canon without them (canon/visible.py), plan's checks get neither in their copy of canon (the
+sealed cases' expected values never leave plan's process), and nothing build starts reads canon's repository.
+Readers load a version from git objects, never from the work tree, so what they see is exactly V.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from shared.git import GitRepo, is_repo
 REQUIREMENTS_DIR = "requirements"
 TESTS_DIR = "tests"
 HELD_BACK_DIR = "held_back"
+SEALED_DIR = "sealed"  # files of sealed cases: read by plan and spec alone, never exported (shared/measurement/cases.py)
 VERSION_TRAILER = trailers.CANON_VERSION
 
 
@@ -93,8 +96,9 @@ class CanonStore:
                 documents.append(parse_document(text, path))
         tests = tuple(sorted(p for p in files if p.startswith(f"{TESTS_DIR}/")))
         held = tuple(sorted(p for p in files if p.startswith(f"{HELD_BACK_DIR}/")))
+        sealed = tuple(sorted(p for p in files if p.startswith(f"{SEALED_DIR}/")))
         return Canon(version=self.version(commit), commit=commit, documents=tuple(documents), test_files=tests,
-                     held_back_files=held)
+                     held_back_files=held, sealed_files=sealed)
 
     def test_sources(self, rev: str = "HEAD") -> dict[str, str]:
         """Every conformance test file's text by the name requirements give it (tests/...), held-back ones too."""

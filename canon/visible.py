@@ -1,9 +1,11 @@
-"""Canon as build sees it: every document and conformance test, less the held-back tests and the lines naming them.
+"""Canon as build sees it: every document and conformance test, less the held-back tests, the sealed cases and the
+lines naming them.
 
 Build exports canon for its agents, sensors and prompts through this module alone; plan's and spec's check runs get
 the same documents (shared/checks/snapshot.py), their held-back runs a folder of their own. The held-back tests
-(held_back/ in canon's tree) are left out of the export, and each requirement's `held_back:` field is taken out of
-the documents, so that no agent and nothing build starts learns their files, names, asserts or count. Plan and spec
+(held_back/ in canon's tree) and the sealed cases (sealed/) are left out of the export, and each requirement's
+`held_back:` and `sealed:` fields are taken out of the documents, so that no agent and nothing build starts learns
+their files, names, asserts, values or count. Plan and spec
 read canon whole.
 """
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 from pathlib import Path
 
 from canon.parser import FIELD, LIST_ITEM
-from canon.store import HELD_BACK_DIR, REQUIREMENTS_DIR
+from canon.store import HELD_BACK_DIR, REQUIREMENTS_DIR, SEALED_DIR
 from shared.git import GitRepo
 
 
@@ -26,7 +28,7 @@ def without_held_back(text: str) -> str:
             continue
         in_list = False
         match = FIELD.match(line.rstrip("\n"))
-        if match and match["key"] == "held_back":
+        if match and match["key"] in ("held_back", "sealed"):
             in_list = not match["value"]
             continue
         kept.append(line)
@@ -35,7 +37,7 @@ def without_held_back(text: str) -> str:
 
 def export_visible(canon_git: GitRepo, commit: str, destination: Path) -> None:
     """Canon at commit, without its held-back tests, into destination (new, read-only when done)."""
-    canon_git.export(commit, destination, leave_out=(HELD_BACK_DIR,))
+    canon_git.export(commit, destination, leave_out=(HELD_BACK_DIR, SEALED_DIR))
     strip_documents(destination)
 
 

@@ -8,7 +8,7 @@ from canon.model import Canon
 from shared.checks.oracle import Result
 from shared.contracts.fix_plan import Evidence, Item
 
-NAMED_BY_LABEL = ("tests", "tamper", "held_back")  # checks the evidence names by label alone, without an identity
+NAMED_BY_LABEL = ("tests", "tamper", "held_back", "sealed")  # checks the evidence names by label alone, without an identity
 
 
 def item_id(requirement: str, failing: list[str], kind: str = "") -> str:

@@ -63,6 +63,8 @@ class PassReport:
     requirements: int = 0
     flaky: tuple[str, ...] = ()  # checks build saw flip on one tree: a canon problem
     voided: tuple[str, ...] = ()  # requirements an earlier pass found void on this same code: never certified
+    unsealed: tuple[str, ...] = ()  # requirements canon says need sealed cases (`requires: sealed`) that have none
+    strength: tuple[tuple[str, str], ...] = ()  # (requirement, what its pass rests on: sealed, tests, checks)
 
     def describe(self, reason: str = "") -> str:
         """The pass in one line (with why it ran, when given), then one line per rejected plan-agent answer."""
@@ -80,6 +82,8 @@ class PassReport:
                 + (f"; (V, C) could not be measured: {self.export_error.splitlines()[0]}" if self.export_error else "")
                 + (f"; MEASUREMENT VOID for {', '.join(self.void)}: the code under test interfered with the test "
                    "runner (its canary test passed, or never reported; fix_plan's evidence says which)" if self.void else "")
+                + (f"; NOT CERTIFIED: canon requires sealed cases (requires: sealed) of {', '.join(self.unsealed)}, "
+                   "which have none" if self.unsealed and not self.residual else "")
                 + (f"; NOT CERTIFIED: an earlier pass found the measurement of this same code void for "
                    f"{', '.join(self.voided)} (its canaries passed with the tests they copy); a change to the code is "
                    "measured afresh" if self.voided and not self.residual else "")
@@ -244,11 +248,15 @@ class PlanService:
             void = tuple(sorted({r.check.requirement for r in results if r.void}))
             tree = self.code.tree_id(code_commit)
             voided = self._voided_before(tree)
-            certified = certified and not void and not voided
+            unsealed = tuple(sorted(rid for rid, req in canon.requirements.items()
+                                    if canon.must_be_sealed(rid) and not req.sealed))
+            certified = certified and not void and not voided and not unsealed
+            strength = tuple(sorted((rid, req.strength) for rid, req in canon.requirements.items()))
             report = PassReport(seq, number, canon.version, code_commit, len(items),
                                 tuple(sorted(open_ids)), len(results) - memoized, memoized, certified, fresh,
                                 tuple(unmeasured), tuple(still_open), export_error, void, tuple(rejections),
-                                plan.plan_agent, measured, len(canon.requirements), tuple(flaky), voided)
+                                plan.plan_agent, measured, len(canon.requirements), tuple(flaky), voided, unsealed,
+                                strength)
             self.journal.append("pass", {
                 "started_seq": seq, "number": number, "canon_version": canon.version, "canon_commit": canon.commit,
                 "code_commit": code_commit, "residual": len(items), "items": sorted(open_ids),
@@ -256,14 +264,14 @@ class PlanService:
                 "checks_run": report.checks_run, "checks_memoized": memoized, "fresh": fresh,
                 "unmeasured": unmeasured, "believed_done_still_open": still_open,
                 "closed_without_claim": closed_unclaimed, "agent_rejections": rejections, "void": list(void),
-                "code_tree": tree,
+                "code_tree": tree, "unsealed": list(unsealed), "strength": dict(strength),
                 "plan_agent": {"label": agent.label, "identity": agent.identity} if agent else None,
                 "export": m.export, "held_back": held_back_record(results), "flaky": flaky,
             })
             if certified:
                 self.journal.append("certificate", {"canon_version": canon.version, "canon_commit": canon.commit,
                                                     "code_commit": code_commit, "pass_seq": seq, "measured": measured,
-                                                    "flaky": flaky,
+                                                    "flaky": flaky, "strength": dict(strength),
                                                     "requirements": len(canon.requirements)})
             out.update(outcome="written", residual=len(items))
             return report

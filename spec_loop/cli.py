@@ -33,7 +33,7 @@ def drafts_from_arguments(arguments: tuple[str, ...], name: str | None) -> list[
         path = Path(argument)
         if not path.is_file():
             raise click.UsageError(f"{argument}: no such file; with several drafts, each must be a file")
-        canon_path = path.parts[0] in ("requirements", "tests") and len(path.parts) > 1
+        canon_path = path.parts[0] in ("requirements", "tests", "sealed") and len(path.parts) > 1
         draft_name = name or (path.as_posix() if canon_path else path.name)
         drafts.append(Draft(draft_name, target_for(draft_name) or "", path.read_bytes()))
     return drafts

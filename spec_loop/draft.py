@@ -10,8 +10,9 @@ from canon.model import Document, Requirement
 from canon.parser import CanonSyntaxError, parse_document
 from canon.reconcile import reconcile
 from canon.removal import orphaned_tests, remove_elsewhere
-from canon.store import HELD_BACK_DIR, REQUIREMENTS_DIR, TESTS_DIR, CanonStore, as_node_path, held_back_path
+from canon.store import HELD_BACK_DIR, REQUIREMENTS_DIR, SEALED_DIR, TESTS_DIR, CanonStore, as_node_path, held_back_path
 from shared.errors import CanonError
+from shared.measurement.cases import CasesError, load_cases
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,10 @@ class Review:
 def target_for(name: str) -> str | None:
     """Where a draft of this file name lands in canon, or None for a kind of file canon does not hold."""
     path = PurePosixPath(name)
-    if path.parts and path.parts[0] in (REQUIREMENTS_DIR, TESTS_DIR) and len(path.parts) > 1:
+    if path.parts and path.parts[0] in (REQUIREMENTS_DIR, TESTS_DIR, SEALED_DIR) and len(path.parts) > 1:
         return str(path)
+    if path.suffix == ".json":
+        return f"{SEALED_DIR}/{path.name}"
     if path.suffix == ".md":
         return f"{REQUIREMENTS_DIR}/{path.name}"
     if path.suffix == ".py" and path.name.startswith(("test_", "conftest")):
@@ -84,8 +87,9 @@ def _unplaceable(drafts: tuple[Draft, ...]) -> list[str]:
     first: dict[str, str] = {}
     for draft in drafts:
         if not draft.target:
-            problems.append(f"{draft.name}:1: canon holds requirement documents (*.md) and conformance tests "
-                            "(test_*.py); this file is neither. Rename it or leave it out of the inbox.")
+            problems.append(f"{draft.name}:1: canon holds requirement documents (*.md), conformance tests (test_*.py) "
+                            "and files of sealed cases (*.json); this file is none of them. Rename it or leave it out "
+                            "of the inbox.")
         elif draft.target in first:
             problems.append(f"{draft.name}:1: {first[draft.target]} in the same change lands at {draft.target} too; "
                             "keep one of them")
@@ -114,7 +118,14 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
     parsed: dict[str, Document] = {}
     broken_tests: list[str] = []  # the change is still reconciled, so that every file hears of its problems
     for draft in change:
-        if draft.target.startswith(f"{TESTS_DIR}/"):
+        if draft.target.startswith(f"{SEALED_DIR}/"):
+            text = draft.content.decode("utf-8", errors="replace")
+            try:
+                load_cases(text, draft.name)
+            except CasesError as exc:
+                broken_tests.append(str(exc))
+                continue
+        elif draft.target.startswith(f"{TESTS_DIR}/"):
             problem = _python_problem(draft)
             text = draft.content.decode("utf-8", errors="replace")
             if draft.target.endswith(".py"):
@@ -154,10 +165,12 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
         if test not in writes:  # a test file the change brings decides for itself
             writes[test] = None
     canon_files = sorted({as_node_path(p) for p in stored} | set(writes)) if code_files is not None else None
-    arriving = frozenset(target for target, text in writes.items()
-                         if text is not None and target.startswith(f"{TESTS_DIR}/") and target.endswith(".py"))
+    arriving = frozenset(target for target, text in writes.items() if text is not None and (
+        target.startswith(f"{TESTS_DIR}/") and target.endswith(".py") or target.startswith(f"{SEALED_DIR}/")))
+    sealed = frozenset(path for path in stored | set(writes) if path.startswith(f"{SEALED_DIR}/") and writes.get(path, "")
+                       is not None)
     found = reconcile(proposed, previous=previous, replaced=parsed, test_sources=test_sources,
-                      code_files=code_files or [], canon_files=canon_files, arriving_tests=arriving)
+                      code_files=code_files or [], canon_files=canon_files, arriving_tests=arriving, sealed_files=sealed)
     if found or broken_tests:
         return Review(change, tuple(broken_tests + [locate(str(problem), change) for problem in found]))
     flagged = semantic(proposed) if semantic is not None and parsed else []
@@ -172,6 +185,9 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
     held = _held_back_owners(writes, [*proposed, *current_docs])
     if held:
         changes["held_back"] = held  # by requirement, never by file: the journal and canon's log are build's to read
+    sealed_owners = sorted({req.id for doc in proposed for req in doc.requirements if set(req.sealed) & set(writes)})
+    if sealed_owners:
+        changes["sealed"] = sealed_owners
     return Review(change, writes=writes, changes=changes, documents=tuple(proposed))
 
 

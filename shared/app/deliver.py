@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from canon.model import Canon
 from canon.store import CanonStore, held_back_path
+from shared.app.status import labelled, strength_texts
 from shared.contracts import trailers
 from shared.errors import GitError, WorkspaceError
 from shared.git import Entry, GitRepo, hardened_command
@@ -62,6 +63,7 @@ class Delivery:
     certificate: Certificate | None
     canon_version: int  # canon's version now
     held_back: tuple[str, ...] = ()  # requirements of the governed commits with held-back tests not delivered
+    strength: tuple[str, ...] = ()  # what each requirement's pass rests on (shared/app/status.py strength_texts)
 
     def summary(self) -> str:
         moved = ("unchanged: it already pointed there" if self.previous == self.head else
@@ -86,6 +88,7 @@ class Delivery:
                          "not delivered, so that later agents still cannot read them. --with-tests --with-held-back "
                          "adds them)")
         lines.append(self._certified())
+        lines += labelled("  resting on ", list(self.strength), 13)
         lines.append(f"see it: git -C {self.target} log --format='%h %s' {self.branch}")
         return "\n".join(lines)
 
@@ -148,7 +151,7 @@ def deliver(ws: Workspace, *, target: Path | None, branch: str, with_tests: bool
     held = () if with_held_back else tuple(sorted({rid for commit in governed for rid in commit.requirements
                                                    if rid in canon.requirements and canon.requirements[rid].held_back}))
     return Delivery(repo.path, branch, final, previous, head, base, governed, other, final if final != head else "", tests,
-                    note, _certificate(ws), canon.version, held)
+                    note, _certificate(ws), canon.version, held, tuple(strength_texts(canon.by_strength())))
 
 
 def recorded_source(ws: Workspace, code: GitRepo) -> Path:

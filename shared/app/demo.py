@@ -11,7 +11,7 @@ from typing import Any
 
 from shared.app import supervisor
 from shared.app.init import init_workspace
-from shared.app.status import status
+from shared.app.status import labelled, status, strength_texts
 from shared.contracts.blocks import UNBLOCK_HINT
 from shared.journal import Journal
 from shared.monitor.plot import draw
@@ -72,6 +72,7 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
         "Summary (agent: SIMULATED)",
         f"  certified        {'yes' if info['certified'] else 'NO'}: canon v{info['canon_version']} "
         f"x code {(info['code_commit'] or '')[:12]}, residual {info['residual']}",
+        *labelled("  rests on", strength_texts(info["strength"]), 19),
         f"  plan passes      {info['plan_passes']}",
         f"  build iterations {build['iterations']} ({build['keeps']} kept, {build['rollbacks']} rolled back, "
         f"{build['stalls']} stalled, {build['scope_fighting']} with out-of-scope edits reverted)",

@@ -123,6 +123,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "residual": plan.residual if plan else None,
         "certified": certified,
         "certificate": certificate,
+        "strength": canon_store.load().by_strength() if canon_version else {},
         "q": diagnosis.as_json()["q"],
         "diagnosis": diagnosis.label,
         "monitor": diagnosis.as_json(),
@@ -210,6 +211,18 @@ def _describe_workers(info: dict[str, Any]) -> list[str]:
     return lines
 
 
+def strength_texts(by_tier: dict[str, list[str]]) -> list[str]:
+    """What each requirement's pass rests on (canon.model.STRENGTHS), one text a tier, the strongest first."""
+    from canon.model import STRENGTHS
+
+    return [f"{STRENGTHS[tier]}: {', '.join(ids)}" for tier, ids in by_tier.items()]
+
+
+def labelled(label: str, texts: list[str], width: int) -> list[str]:
+    """texts under one label: the label on the first line, the rest lined up under it."""
+    return [f"{label if index == 0 else '':<{width}}{text}" for index, text in enumerate(texts)]
+
+
 def render(info: dict[str, Any]) -> str:
     lines = [
         f"workspace   {info['workspace']}",
@@ -221,6 +234,7 @@ def render(info: dict[str, Any]) -> str:
         + (f" (plan pass {info['fix_plan']['pass']})" if info["fix_plan"] and info["fix_plan"]["pass"] is not None else "")
         + ("" if not info["fix_plan"] or info["fix_plan"]["current"] else "  (fix_plan is older than the code or canon)"),
         f"certified   {'yes' if info['certified'] else 'no'}",
+        *labelled("rests on", strength_texts(info["strength"]), 12),
         f"monitor     {info['diagnosis']}" + (f", q = {info['q']:.2f}" if info["q"] is not None else ""),
         f"agent       {info['agent']} (configured)",
     ]

@@ -28,17 +28,19 @@ from canon.scope import matches
 from canon.store import HELD_BACK_DIR
 from shared.checks.snapshot import Snapshot
 from shared.config import Config
-from shared.contracts.fix_plan import HELD_BACK_EVIDENCE
+from shared.contracts.fix_plan import HELD_BACK_EVIDENCE, SEALED_EVIDENCE
 from shared.environment import OWN, ProjectEnv
 from shared.git import GitRepo
 from shared.isolation.kinds import Confine
 from shared.journal import Memo, canonical
-from shared.measurement import conformance, tamper
+from shared.measurement import conformance, sealed, tamper
+from shared.measurement.cases import load_cases
 from shared.measurement.excerpt import excerpt as bounded
 from shared.process import Limits, Outcome, Request, run
 
 EXCERPT_LINES = 30
 HELD_BACK = "held_back"  # the identity of a requirement's held-back run
+SEALED = "sealed"  # ... and of its sealed run
 HELD_BACK_LABEL = HELD_BACK_EVIDENCE  # what fix_plan and people read of it: never a file, a test name or output
 TIMEOUT_FINGERPRINT = "timeout"
 _VOLATILE = re.compile(r"\d+(\.\d+)?s\b|0x[0-9a-f]+|/tmp/\S+|\d{4}-\d\d-\d\dT\S+")
@@ -53,7 +55,8 @@ class Check:
     timeout: float
     memo_key: str
     network: str = "none"  # the requirement's `network:` in canon: "none" runs it cut off, "open" with the machine's
-    reveal: bool = False  # a held-back run's own output kept (spec's dry run, shown to the person who wrote the test)
+    reveal: bool = False  # a held-back or sealed run's own output kept (spec's dry run, for the person who wrote it)
+    sealed: tuple[tuple[str, str], ...] = ()  # a sealed run's cases: (canon path, the file's text), plan's alone
 
 
 @dataclass(frozen=True)
@@ -116,15 +119,28 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
                              "canon": held_tree, **env_key, **net})
             checks.append(Check(req.id, HELD_BACK, tuple(req.held_back), HELD_BACK_LABEL, timeout,
                                 hashlib.sha256(key.encode()).hexdigest(), req.network))
+        if req.sealed:
+            texts = tuple((path, canon_repo.show(canon.commit, path) or "") for path in req.sealed)
+            key = canonical({"k": "sealed", "cases": [hashlib.sha256(text.encode()).hexdigest() for _, text in texts],
+                             "code": code_key, **env_key, **net})
+            checks.append(Check(req.id, SEALED, (), SEALED_EVIDENCE, timeout, hashlib.sha256(key.encode()).hexdigest(),
+                                req.network, sealed=texts))
     return checks
 
 
 @dataclass(frozen=True)
 class _Prepared:
-    """A check ready to run; for conformance tests, what its report will be judged against."""
+    """A check ready to run (its requests, run in order); for conformance tests and sealed cases, what their outcomes
+    will be judged against."""
 
-    request: Request
+    requests: tuple[Request, ...]
     conformance: conformance.Run | None = None
+    sealed: sealed.SealedRun | None = None
+
+    def close(self) -> None:
+        for run_ in (self.conformance, self.sealed):
+            if run_ is not None:
+                run_.close()
 
 
 def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | None, confine: Confine | None,
@@ -142,13 +158,19 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
     }
     others = [sibling for sibling in siblings if sibling != folder]
     held = [snapshot.held_back] if snapshot.held_back else []
-    if check.identity not in ("tests", HELD_BACK):
+    if check.identity == SEALED:  # the cases' inputs only: the expected values stay in this process
+        files = {path: load_cases(text, path) for path, text in check.sealed}
+        run_ = sealed.prepare(files, snapshot.code, folder, python=env.python, roots=env.roots)
+        wrap = (lambda argv: confine(argv, python=env.python, writable=[run_.scratch], hidden=[snapshot.canon, *held, *others],
+                                     network=check.network, env=env_vars)) if confine else None
+        return _Prepared(tuple(run_.requests(env=env_vars, limits=limits, wrap=wrap)), sealed=run_)
+    if check.identity not in ("tests", HELD_BACK):  # a command
         scratch = folder / "tmp"
         scratch.mkdir(parents=True)
         argv = confine(check.argv, python=env.python, writable=[scratch], read=(snapshot.canon,), hidden=[*held, *others],
                        network=check.network, env=env_vars) if confine else check.argv
-        return _Prepared(Request(argv, cwd=snapshot.code, env={**env_vars, "HOME": str(scratch), "TMPDIR": str(scratch)},
-                                 timeout=check.timeout, grace=0.5, limits=limits))
+        return _Prepared((Request(argv, cwd=snapshot.code, env={**env_vars, "HOME": str(scratch), "TMPDIR": str(scratch)},
+                                  timeout=check.timeout, grace=0.5, limits=limits),))
     # a held-back run reads its own copy of held_back/ alone; a visible one, its copy of canon (never held_back/)
     source = (snapshot.held_back or snapshot.canon) if check.identity == HELD_BACK else snapshot.canon
     measured = conformance.prepare(source, snapshot.code, check.argv, folder, python=env.python, roots=env.roots,
@@ -156,10 +178,13 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
     originals = [snapshot.canon, *held]
     wrap = (lambda argv: confine(argv, python=env.python, writable=[measured.scratch], read=(measured.canon,),
                                  hidden=[*originals, *others], network=check.network, env=env_vars)) if confine else None
-    return _Prepared(measured.request(env=env_vars, timeout=check.timeout, limits=limits, wrap=wrap), measured)
+    return _Prepared((measured.request(env=env_vars, timeout=check.timeout, limits=limits, wrap=wrap),), measured)
 
 
-def _result(check: Check, outcome: Outcome, prepared: _Prepared) -> Result:
+def _result(check: Check, outcomes: list[Outcome], prepared: _Prepared) -> Result:
+    if prepared.sealed is not None:
+        return _sealed_result(check, outcomes, prepared.sealed)
+    outcome = outcomes[0]
     output = (outcome.stdout + outcome.stderr).strip()
     passed = outcome.ok
     verdict = prepared.conformance.judge(outcome) if prepared.conformance is not None else None
@@ -195,6 +220,21 @@ def _held_back_result(check: Check, passed: bool, outcome: Outcome, failing: int
     summary = f"{HELD_BACK}:{passed}:{failing}:{total}:{outcome.timed_out}"
     return Result(check, passed, None, outcome.timed_out, excerpt, hashlib.sha256(summary.encode()).hexdigest()[:16],
                   outcome.duration, False, void)
+
+
+def _sealed_result(check: Check, outcomes: list[Outcome], run_: sealed.SealedRun) -> Result:
+    """What anyone but plan reads of a sealed run: one bit and a count, never an input, an expected value or an answer
+    (the person who wrote the cases reads them all in spec's dry run, with `reveal`). A void run reads as every case
+    failing; the fingerprint changes only with the count."""
+    verdict = run_.judge(outcomes)
+    failing, total = len(verdict.failing), len(verdict.results)
+    excerpt = f"all {total} sealed cases pass" if verdict.passed else f"{failing} of {total} sealed cases do not pass"
+    if check.reveal:
+        excerpt += "\n" + verdict.reveal()
+    summary = f"{SEALED}:{verdict.passed}:{failing}:{total}"
+    return Result(check, verdict.passed, None, any(o.timed_out for o in outcomes), excerpt,
+                  hashlib.sha256(summary.encode()).hexdigest()[:16], sum(o.duration for o in outcomes), False,
+                  bool(verdict.void))
 
 
 def tamper_results(canon: Canon, code: GitRepo, commit: str, changed: list[str] | None) -> list[Result]:
@@ -260,14 +300,13 @@ def run_checks(
             prepared.append(_prepare(check, snapshot, folder, limits, confine, folders, env or OWN))
         if todo_here:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = {index: pool.submit(lambda c, p: _result(c, run(p.request), p), check, ready)
+                futures = {index: pool.submit(lambda c, p: _result(c, [run(r) for r in p.requests], p), check, ready)
                            for (index, check), ready in zip(todo_here, prepared, strict=True)}
                 for index, future in futures.items():
                     results[index] = future.result()
     finally:
         for ready in prepared:
-            if ready.conformance is not None:
-                ready.conformance.close()
+            ready.close()
     if memo is not None:
         for index, _check in todo:
             result = results[index]

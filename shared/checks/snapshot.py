@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from canon.store import HELD_BACK_DIR
+from canon.store import HELD_BACK_DIR, SEALED_DIR
 from canon.visible import strip_documents
 from shared.checks.store import PlanStore
 from shared.errors import ExportError
@@ -61,7 +61,7 @@ def take(root: Path, store: PlanStore, code: GitRepo, code_commit: str, canon: G
         code_report = export_commit(stored, code_commit, folder / "code", max_bytes=limits.max_bytes,
                                     max_files=limits.max_files)
         canon_report = export_commit(canon, canon_commit, folder / "canon", max_bytes=limits.max_bytes,
-                                     max_files=limits.max_files, leave_out=(HELD_BACK_DIR,))
+                                     max_files=limits.max_files, leave_out=(HELD_BACK_DIR, SEALED_DIR))
         strip_documents(folder / "canon")  # a visible check's copy of canon names no held-back test
         held_back = None
         held_tree = canon.tree_id(canon_commit, HELD_BACK_DIR)

@@ -27,6 +27,7 @@ class Evidence(Frozen):
 
 
 HELD_BACK_EVIDENCE = "held-back tests"  # the check an item's evidence names for a requirement's held-back tests
+SEALED_EVIDENCE = "sealed cases"  # ... and for its sealed cases: neither is build's to run
 
 
 class Item(Frozen):
@@ -42,8 +43,9 @@ class Item(Frozen):
 
     @property
     def held_back(self) -> bool:
-        """Some of its failing checks are held-back tests, which only plan runs: build's sensors cannot see them."""
-        return any(evidence.check == HELD_BACK_EVIDENCE for evidence in self.evidence)
+        """Some of its failing checks are held-back tests or sealed cases, which only plan runs: build's sensors cannot
+        see them."""
+        return any(evidence.check in (HELD_BACK_EVIDENCE, SEALED_EVIDENCE) for evidence in self.evidence)
 
 
 class FixPlan(Frozen):

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 from aiohttp import web
 
+from canon.model import STRENGTHS
 from shared.app.status import render as render_status
 from shared.dashboard import actions, auth, query
 from shared.errors import BanachError
@@ -98,7 +99,7 @@ def _page(request: web.Request, template: str, **context: Any) -> web.Response:
     ws = request.app[WS_KEY]
     fragment = request.query.get("fragment") == "1"
     text = state.templates.get_template(template).render(
-        ws=ws, csrf=state.csrf, fragment=fragment, path=request.path, heads=state.heads,
+        ws=ws, csrf=state.csrf, fragment=fragment, path=request.path, heads=state.heads, strengths=STRENGTHS,
         flash=request.query.get("said", ""), **context)
     return web.Response(text=text, content_type="text/html")
 
