@@ -92,6 +92,10 @@ class Names:
             return self.returned(node)
         if isinstance(node, ast.NamedExpr):
             return self.resolve(node.value)
+        if isinstance(node, ast.IfExp):  # m = a if test else b: either may be what it is
+            return self.resolve(node.body) or self.resolve(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return next(filter(None, map(self.resolve, node.values)), "")
         return ""
 
     def entry(self, mapping: str, key: str) -> str:
