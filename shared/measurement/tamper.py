@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -29,7 +29,7 @@ from shared.measurement.tamper_finder import Finder
 from shared.measurement.tamper_spellings import COMPILED_C, COMPILED_PYTHON
 
 if TYPE_CHECKING:  # canon's model names these kinds (canon/model.py imports KINDS from here)
-    from canon.model import Canon
+    from canon.model import Canon, Requirement
     from shared.git import GitRepo
 
 SCANNED = (".py", ".pyw", ".pth", *COMPILED_PYTHON, *COMPILED_C)  # what code can be imported from
@@ -125,3 +125,28 @@ def unallowed(hits: list[Hit], canon: Canon, requirements: tuple[str, ...] | Non
     owners = [canon.requirements[rid] for rid in (requirements or tuple(canon.requirements)) if rid in canon.requirements]
     return [hit for hit in hits
             if not any(hit.kind in req.allows and matches(hit.path, req.paths) for req in owners)]
+
+
+def standing(repo: GitRepo, rev: str, requirements: Sequence[Requirement], *, shown: int = 5) -> list[str]:
+    """Before work starts: per requirement, one note on the hits already in the code its `paths:` match at rev that
+    it does not allow, with the `allows:` line that would accept them. Turns and passes hold only what a change
+    adds against anyone (tamper_diff.py), so these are a person's to know of, not an item."""
+    from canon.scope import matches
+
+    owned = [req for req in requirements if req.paths]
+    blobs = {path: blob for path, blob in repo.blob_ids(rev).items() if any(matches(path, req.paths) for req in owned)}
+    hits = scan_blobs(repo, blobs) if blobs else []
+    notes = []
+    for req in owned:
+        mine = [hit for hit in hits if matches(hit.path, req.paths) and hit.kind not in req.allows]
+        if not mine:
+            continue
+        listed = "; ".join(str(hit) for hit in mine[:shown]) + (f"; and {len(mine) - shown} more" if len(mine) > shown else "")
+        kinds = sorted({hit.kind for hit in mine} - {"unreadable"})
+        allow = (f"if {req.id}'s code is meant to, add `allows: {', '.join(sorted({*req.allows, *kinds}))}` to it "
+                 f"({req.source})" if kinds else "no `allows:` accepts what the scan cannot read")
+        notes.append(f"note: {req.source}: {req.id}: the code its paths match at {rev[:12]} already has what the "
+                     f"tamper scan looks for: {listed}. A turn is judged on the hits it adds, so this old code is not "
+                     f"held against it, but a turn that writes more of it, or rewrites one of these lines' constructs, "
+                     f"is rolled back; {allow}.")
+    return notes
