@@ -24,7 +24,7 @@ from shared.environment import OWN, ProjectEnv, ProjectEnvError, is_dependency_f
 from shared.export import remove_tree
 from shared.git import Entry, GitRepo
 from shared.isolation.kinds import Confine
-from shared.measurement import tamper
+from shared.measurement import tamper, tamper_diff
 from shared.process import Limits, Request, run
 from shared.workspace import Workspace
 
@@ -149,7 +149,7 @@ class Measurer:
         """What a turn's change is measured with, or why it is not measured at all: the tamper scan first, then the
         environment: the checkpoint's, unless the change touches the project's dependency files; then the one its
         files need (built now, from a trial commit of the change), and a change that breaks it is refused."""
-        tampered = self.tampering(code, entries, turn.item, turn.canon)
+        tampered = self.tampering(code, entries, turn.item, turn.canon, turn.checkpoint)
         if tampered:
             return ChangeSetup(None, [], f"the tamper scan: {'; '.join(tampered[:3])}", {"tamper": tampered},
                                {"tamper scan": "\n".join(tampered)})
@@ -164,9 +164,12 @@ class Measurer:
                                {"environment_error": why}, {"environment": why})
         return ChangeSetup(project, self.sensors(turn.item, turn.canon, turn.canon_dir, project))
 
-    def tampering(self, code: GitRepo, entries: dict[str, Entry | None], item: Item, canon: Canon) -> list[str]:
-        """The tamper scan's hits in the files a turn changed that the item's requirements do not allow, as lines."""
-        hits = tamper.scan_blobs(code, {path: entry.blob for path, entry in entries.items() if entry is not None})
+    def tampering(self, code: GitRepo, entries: dict[str, Entry | None], item: Item, canon: Canon,
+                  checkpoint: str) -> list[str]:
+        """The tamper scan's hits that a turn added to the files it changed (its checkpoint's own are not its doing:
+        shared/measurement/tamper_diff.py) and the item's requirements do not allow, as lines."""
+        blobs = {path: entry.blob for path, entry in entries.items() if entry is not None}
+        hits = tamper_diff.scan_change(code, blobs, tamper_diff.contents(code, checkpoint, blobs))
         return [str(hit) for hit in tamper.unallowed(hits, canon, item.requirements)]
 
     def at_checkpoint(self, head: str, sensors: list[Sensor], canon_dir: Path, scratch: Path,

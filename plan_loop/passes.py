@@ -38,6 +38,7 @@ from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError, WorkspaceError
 from shared.isolation.kinds import Confine
 from shared.journal import Journal, Memo
+from shared.measurement import tamper_diff
 from shared.workspace import Workspace
 
 
@@ -157,13 +158,15 @@ class PlanService:
         closed_unclaimed = sorted(set(previous.data.get("items", [])) - open_items - claimed)
         return still_open, closed_unclaimed
 
-    def _changed_since_base(self, code_commit: str) -> list[str] | None:
-        """What the tamper scan reads: the files changed since the commit the workspace started from (None: all)."""
+    def _changed_since_base(self, code_commit: str) -> tuple[list[str] | None, dict[str, bytes] | None]:
+        """What the tamper scan reads: the files changed since the commit the workspace started from (None: all), and
+        those files as they were there (what the scan does not hold against anyone; None: nothing to compare with)."""
         base = self.code.origin_base(code_commit)
         try:
-            return self.code.diff_names(base, code_commit) if base else None
+            changed = self.code.diff_names(base, code_commit) if base else None
+            return changed, tamper_diff.contents(self.code, base, changed) if changed is not None else None
         except GitError:
-            return None
+            return None, None
 
     def run_pass(self, *, fresh: bool = False, agent: PlanAgent | None = None) -> PassReport:
         with file_lock(self.ws.role_dir("plan") / "pass.lock", what="a plan pass"):
@@ -203,7 +206,7 @@ class PlanService:
                 results = run_checks(checks, snap, jobs=config.jobs, memo=None if fresh else self.memo,
                                      confine=Confine(self.ws, "check", (snap.code,)),
                                      limits=check_limits(self.ws.config), remote=remote, env=env)  # remote: from the code's
-                results += tamper_results(canon, stored, code_commit, self._changed_since_base(code_commit))
+                results += tamper_results(canon, stored, code_commit, *self._changed_since_base(code_commit))
                 code_files = set(stored.files_at(code_commit))  # full history (plan's store is shallow)
                 if agent:
                     agent_items, rejections, judged = agent(canon, snap, unmeasured)

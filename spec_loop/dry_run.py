@@ -41,6 +41,7 @@ from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError
 from shared.git import Entry, GitRepo, is_repo
 from shared.isolation.kinds import Confine
+from shared.measurement import tamper
 from shared.workspace import Workspace
 
 OUTPUT_LINES = 15  # of a refused check's output, shown with the refusal
@@ -148,6 +149,25 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
         return DryRun(tuple(refusals), tuple(notes), tuple(journaled))
     finally:
         snapshot.release(snap)
+
+
+def standing_hits(ws: Workspace, store: CanonStore, documents: Sequence[Document]) -> tuple[str, ...]:
+    """What will get in the way, said once per requirement (when the change adds it, or changes its paths or allows):
+    the tamper scan's hits already in the code its paths match, with the `allows:` line that would accept them
+    (shared/measurement/tamper.py, standing). Read from spec's own copy of the code's commit, as the checks are."""
+    previous = {req.id: req for doc in store.load_documents() for req in doc.requirements}
+    changed = [req for doc in documents for req in doc.requirements if req.id not in previous
+               or (previous[req.id].paths, previous[req.id].allows) != (req.paths, req.allows)]
+    if not changed or not (is_repo(ws.code, ws.code_git) or is_repo(ws.code)):
+        return ()
+    code = ws.code_repo()
+    head = code.head()
+    if head is None:
+        return ()
+    try:
+        return tuple(tamper.standing(PlanStore(ws.role_dir("spec") / "objects.git").fetch(code, head), head, changed))
+    except (ExportError, GitError) as exc:
+        return (f"note: the code was not scanned for what the tamper scan looks for: {str(exc).splitlines()[0]}",)
 
 
 def _proposed_canon(stored: GitRepo, store: CanonStore, writes: dict[str, str | None]) -> str:

@@ -5,7 +5,7 @@ import contextlib
 import shutil
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from canon.model import Document
 from canon.store import CanonStore
@@ -114,10 +114,12 @@ class SpecService:
         return review(self.store, drafts, self.code_files(), semantic)
 
     def _dry_run(self, verdict: Review) -> Review:
-        """The change's new checks, run once against the code's current commit: one that cannot run refuses it."""
-        from spec_loop.dry_run import dry_run
+        """The change's new checks, run once against the code's current commit: one that cannot run refuses it. And
+        the tamper scan's hits already in the code of the requirements it adds or re-scopes, said once."""
+        from spec_loop.dry_run import dry_run, standing_hits
 
         tried = dry_run(self.ws, self.store, verdict.documents, verdict.writes)
+        tried = replace(tried, notes=tried.notes + standing_hits(self.ws, self.store, verdict.documents))
         if tried.refusals or tried.notes:  # the refusals themselves are journaled with the refused draft
             self.journal.append("draft.dry_run", {"refused": len(tried.refusals), "ran": list(tried.notes)})
         if tried.refusals:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +33,7 @@ from shared.environment import OWN, ProjectEnv
 from shared.git import GitRepo
 from shared.isolation.kinds import Confine
 from shared.journal import Memo, canonical
-from shared.measurement import conformance, sealed, tamper
+from shared.measurement import conformance, sealed, tamper, tamper_diff
 from shared.measurement.cases import load_cases
 from shared.measurement.excerpt import excerpt as bounded
 from shared.process import Limits, Outcome, Request, run
@@ -237,12 +237,16 @@ def _sealed_result(check: Check, outcomes: list[Outcome], run_: sealed.SealedRun
                   bool(verdict.void))
 
 
-def tamper_results(canon: Canon, code: GitRepo, commit: str, changed: list[str] | None) -> list[Result]:
+def tamper_results(canon: Canon, code: GitRepo, commit: str, changed: list[str] | None,
+                   start: Mapping[str, bytes] | None = None) -> list[Result]:
     """The tamper scan (shared/measurement/tamper.py) of the Python files in `changed` at commit (None: every file), one failing
-    Result per requirement whose files have hits it does not allow. A file no requirement owns is no agent's (the
-    fence keeps every turn inside its item's scope): a person's code, left to the person."""
+    Result per requirement whose files have hits it does not allow. `start`: those files as they were at the
+    workspace's start, whose hits are the project's own and not held against it (shared/measurement/tamper_diff.py).
+    A file no requirement owns is no agent's (the fence keeps every turn inside its item's scope): a person's code,
+    left to the person."""
     blobs = code.blob_ids(commit)
-    hits = tamper.scan_blobs(code, {path: blobs[path] for path in (blobs if changed is None else set(changed) & set(blobs))})
+    hits = tamper_diff.scan_change(
+        code, {path: blobs[path] for path in (blobs if changed is None else set(changed) & set(blobs))}, start)
     results = []
     for req in sorted(canon.requirements.values(), key=lambda r: r.id):
         mine = [str(hit) for hit in tamper.unallowed(hits, canon, (req.id,)) if req.paths and matches(hit.path, req.paths)]

@@ -4,7 +4,9 @@ what it says is judged. Every role measures through this package: plan's checks,
     testrun.py      the conformance runner, inside the code's process: pytest, one report line per test
     conformance.py  a pytest-form run prepared (its own copy of canon, its canaries) and its report judged
     canaries.py     must-fail tests hidden among canon's, and the output as if they were never there
-    tamper.py       the syntax scan for code that reaches for the measurement (a tripwire, not a proof)
+    tamper.py       the syntax scan for code that reaches for the measurement (a tripwire, not a proof); its
+                    spellings (tamper_spellings.py), naming (tamper_names.py) and reader (tamper_finder.py)
+    tamper_diff.py  what a change added to the scan's hits: build and plan judge the change, not the project
 
 Kept free of imports, like every package here: testrun.py runs inside the code's process and imports nothing of
 Banach's."""

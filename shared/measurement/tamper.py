@@ -1,62 +1,53 @@
 """The tamper scan: what code under test has no business doing, found in its syntax (never by running it).
 
 Code that runs inside the test process can reach the measurement itself: walk the garbage collector to the
-runner's reporter, open /proc/self/fd, exit before pytest finishes, patch pytest's hooks or sys.modules, trace
-frames up to the runner's locals. The report channel, the finish rule and the canaries (shared/conformance.py)
-make each of those fail or void the run; this scan names them where they are written, so that a kept turn or a
-certificate never rests on code that tried. It is a tripwire, not a proof: code built to hide (strings assembled
-at run time, a C extension) can pass it, and SECURITY.md says so.
+runner's reporter, open /proc/self/fd, exit before pytest finishes, patch pytest's reports, hooks or sys.modules,
+trace frames up to the runner's locals. The report channel, the finish rule and the canaries
+(shared/measurement/conformance.py) make many of those fail or void the run; this scan names them where they are
+written, so that a kept turn or a certificate never rests on code that tried. It reads through the usual ways of
+saying the same thing otherwise (`sys.modules.get`, `vars(...)[...]`, `setattr`, `operator.attrgetter`, ...:
+tamper_names.py, tamper_finder.py), and knows its spellings by name (tamper_spellings.py). It is a tripwire, not a
+proof: code built to hide (names assembled at run time and used in ways it does not know, a compiled module it
+cannot read, code run from a file that is not Python) can pass it, and SECURITY.md says so.
 
     hits = scan({"pkg/mod.py": b"..."})         # every hit, with file, line and what it does
     blocking = unallowed(hits, canon)           # the hits no requirement owning that file allows
 
-A requirement allows a kind in canon (`allows: exit, modules`); the allowance covers the files its `paths:` match.
+Build and plan hold against a change only the hits it added (tamper_diff.py). A requirement allows a kind in canon
+(`allows: exit, modules`); the allowance covers the files its `paths:` match.
 """
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from shared.measurement.tamper_finder import Finder
+from shared.measurement.tamper_spellings import COMPILED_C, COMPILED_PYTHON
+
 if TYPE_CHECKING:  # canon's model names these kinds (canon/model.py imports KINDS from here)
-    from canon.model import Canon
+    from canon.model import Canon, Requirement
     from shared.git import GitRepo
 
-PYTHON_SUFFIXES = (".py", ".pyw", ".pth")
+SCANNED = (".py", ".pyw", ".pth", *COMPILED_PYTHON, *COMPILED_C)  # what code can be imported from
 MAX_BYTES = 2_000_000  # a larger Python file is a hit in itself: code under test has no need of one
 KINDS = {
-    "gc": "walks the garbage collector, where the test runner's own objects are",
+    "gc": "walks the garbage collector or the class tree, where the test runner's own objects are",
     "proc": "names /proc or /dev/fd, where the process's descriptors and memory are",
-    "descriptors": "writes to or opens raw file descriptors",
-    "exit": "ends or signals the process outside the test's control",
-    "modules": "replaces modules, import hooks or builtins",
-    "pytest": "reaches pytest's internals or hooks",
-    "frames": "reads or traces other code's frames",
-    "exec": "runs code built from strings",
-    "rename": "renames or replaces files",
+    "descriptors": "writes to, opens or closes raw file descriptors",
+    "exit": "ends, forks or signals the process outside the test's control",
+    "modules": "replaces or walks modules, their attributes, import hooks or builtins",
+    "pytest": "reaches the test runner: pytest's internals or hooks, the runner's own module, Banach's settings",
+    "frames": "reads or traces other code's frames or namespaces",
+    "exec": "runs code built from strings or data, or looks up names built at run time",
+    "rename": "renames, links or replaces files",
     "fifo": "makes FIFOs or device nodes",
     "ctypes": "calls into C, where anything in the process can be patched",
     "unreadable": "could not be read as Python",
 }
-_MODULE_KINDS = {"gc": "gc", "ctypes": "ctypes", "cffi": "ctypes", "_pytest": "pytest", "pluggy": "pytest",
-                 "atexit": "exit", "importlib.abc": "modules", "sys.monitoring": "frames"}
-_CALL_KINDS = {
-    "os._exit": "exit", "os.abort": "exit", "os.kill": "exit", "os.killpg": "exit", "signal.raise_signal": "exit",
-    "signal.pthread_kill": "exit", "os.fdopen": "descriptors", "os.write": "descriptors", "os.dup": "descriptors",
-    "os.dup2": "descriptors", "os.rename": "rename", "os.renames": "rename", "os.replace": "rename",
-    "shutil.move": "rename", "os.mkfifo": "fifo", "os.mknod": "fifo", "sys.settrace": "frames",
-    "sys.setprofile": "frames", "threading.settrace": "frames", "threading.setprofile": "frames",
-    "sys._getframe": "frames", "inspect.currentframe": "frames", "inspect.stack": "frames",
-    "inspect.getouterframes": "frames", "importlib.reload": "modules",
-}
-_ATTRIBUTE_KINDS = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "tb_frame": "frames",
-                    "pluginmanager": "pytest", "ihook": "pytest", "call_and_report": "pytest",
-                    "pytest_runtest_logreport": "pytest"}
-_MUTABLE_SYS = {"sys.modules", "sys.meta_path", "sys.path_hooks", "builtins", "__builtins__"}
-_MUTATORS = {"pop", "update", "setdefault", "clear", "__setitem__", "__delitem__", "insert", "append", "extend",
-             "remove", "popitem"}
-_STRING_CALLS = {"exec", "eval", "compile", "__import__", "importlib.import_module"}
 
 
 @dataclass(frozen=True)
@@ -64,152 +55,64 @@ class Hit:
     path: str
     line: int
     kind: str
-    what: str  # the construct, as written
+    what: str  # the construct, described
+    written: str = ""  # the construct as written (its syntax, without layout): what a change is compared by
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.what} ({KINDS[self.kind]})"
 
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else ""
-    return ""
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What makes two hits the same hit wherever their lines are: file, kind and construct."""
+        return self.path, self.kind, self.what, self.written
 
 
-class _Finder(ast.NodeVisitor):
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.hits: list[Hit] = []
-        self.aliases: dict[str, str] = {}  # local name -> the module or function it stands for
+def scanned(path: str) -> bool:
+    """Whether the scan reads the file: Python source, .pth files, and what is imported without source."""
+    return path.endswith(SCANNED) or ".so." in PurePosixPath(path).name
 
-    def hit(self, node: ast.AST, kind: str, what: str) -> None:
-        self.hits.append(Hit(self.path, getattr(node, "lineno", 1), kind, what))
 
-    def full(self, node: ast.AST) -> str:
-        name = _dotted(node)
-        head, _, rest = name.partition(".")
-        resolved = self.aliases.get(head, head)
-        return f"{resolved}.{rest}" if rest else resolved
-
-    def imported(self, node: ast.AST, module: str) -> None:
-        for prefix, kind in _MODULE_KINDS.items():
-            if module == prefix or module.startswith(prefix + "."):
-                self.hit(node, kind, f"import {module}")
-
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            self.imported(node, alias.name)
-            self.aliases[(alias.asname or alias.name).split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        module = node.module or ""
-        self.imported(node, module)
-        for alias in node.names:
-            self.imported(node, f"{module}.{alias.name}")
-            self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-            called = _CALL_KINDS.get(f"{module}.{alias.name}")
-            if called:
-                self.hit(node, called, f"from {module} import {alias.name}")
-
-    def visit_Call(self, node: ast.Call) -> None:
-        name = self.full(node.func)
-        if name in _CALL_KINDS:
-            self.hit(node, _CALL_KINDS[name], f"{name}()")
-        if name in _STRING_CALLS and not (node.args and isinstance(node.args[0], ast.Constant)):
-            self.hit(node, "exec", f"{name}() of a value built at run time")
-        elif name in ("__import__", "importlib.import_module") and node.args:
-            self.imported(node, str(getattr(node.args[0], "value", "")))
-        elif name == "getattr" and len(node.args) >= 2:
-            self._looked_up(node, self.full(node.args[0]), node.args[1])
-        elif name == "open" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int):
-            self.hit(node, "descriptors", f"open({node.args[0].value})")
-        if isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
-            target = self.full(node.func.value)
-            if target in _MUTABLE_SYS:
-                self.hit(node, "modules", f"{target}.{node.func.attr}()")
-        self.generic_visit(node)
-
-    def _looked_up(self, node: ast.Call, owner: str, attribute: ast.expr) -> None:
-        """getattr(os, "_exit") is os._exit; getattr(os, name) on a module that has such functions hides which one."""
-        if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
-            name = attribute.value
-            called = _CALL_KINDS.get(f"{owner}.{name}") or _ATTRIBUTE_KINDS.get(name) or next(
-                (kind for call, kind in _CALL_KINDS.items() if not owner and call.endswith(f".{name}")), None)
-            if called:
-                self.hit(node, called, f"getattr({owner or '...'}, {name!r})")
-        elif owner.split(".")[0] in ("os", "sys", "gc", "builtins", "_pytest", "importlib", "signal", "inspect"):
-            self.hit(node, "exec", f"getattr({owner}, ...) of a name built at run time")
-
-    def _stored(self, targets: list[ast.expr], node: ast.AST) -> None:
-        for target in targets:
-            name = self.full(target.value if isinstance(target, ast.Subscript) else target)
-            if name in _MUTABLE_SYS or name.startswith(("builtins.", "sys.modules.")):
-                self.hit(node, "modules", f"assigns {name}")
-            elif name.startswith(("_pytest.", "pytest.")):
-                self.hit(node, "pytest", f"assigns {name}")
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        self._stored(node.targets, node)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._stored([node.target], node)
-        self.generic_visit(node)
-
-    def visit_Delete(self, node: ast.Delete) -> None:
-        self._stored(node.targets, node)
-        self.generic_visit(node)
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in _ATTRIBUTE_KINDS:
-            self.hit(node, _ATTRIBUTE_KINDS[node.attr], f".{node.attr}")
-        self.generic_visit(node)
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        if node.name.startswith("pytest_"):
-            self.hit(node, "pytest", f"def {node.name} (a pytest hook)")
-        self.generic_visit(node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str | bytes):
-            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-            if "/proc/" in text or "/dev/fd" in text or text.rstrip("/") == "/proc":
-                self.hit(node, "proc", repr(text[:60]))
+def _unreadable(path: str, content: bytes) -> Hit | None:
+    """A file the scan cannot read as Python source is a hit of its own, named by its content (so that any change
+    to it is a new hit)."""
+    digest = hashlib.sha256(content).hexdigest()[:12]
+    if path.endswith(".pth"):
+        return Hit(path, 1, "modules", "a .pth file (site runs its import lines at start-up)", digest)
+    if path.endswith(COMPILED_PYTHON):
+        return Hit(path, 1, "unreadable", f"compiled Python, imported without its source (sha256 {digest})", digest)
+    if not path.endswith((".py", ".pyw")):
+        return Hit(path, 1, "ctypes", f"a compiled extension module: C the scan cannot read (sha256 {digest})", digest)
+    if len(content) > MAX_BYTES:
+        return Hit(path, 1, "unreadable", f"{len(content)} bytes, over the scan's {MAX_BYTES}", digest)
+    return None
 
 
 def scan(files: Mapping[str, bytes]) -> list[Hit]:
-    """Every hit in the Python files among `files` (path -> content); other files are not read."""
+    """Every hit in the files among `files` (path -> content) that code can be imported from; others are not read."""
     hits: list[Hit] = []
     for path, content in sorted(files.items()):
-        if not path.endswith(PYTHON_SUFFIXES):
+        if not scanned(path):
             continue
-        if path.endswith(".pth"):
-            hits.append(Hit(path, 1, "modules", "a .pth file (site runs its import lines at start-up)"))
-            continue
-        if len(content) > MAX_BYTES:
-            hits.append(Hit(path, 1, "unreadable", f"{len(content)} bytes, over the scan's {MAX_BYTES}"))
+        whole = _unreadable(path, content)
+        if whole is not None:
+            hits.append(whole)
             continue
         try:
             tree = ast.parse(content, filename=path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # what does not parse cannot be imported either: its tests fail on their own
-        finder = _Finder(path)
+        finder = Finder()
         try:
             finder.visit(tree)
         except RecursionError:
-            finder.hit(tree, "unreadable", "nested too deeply to scan")
-        hits.extend(finder.hits)
-    return sorted(set(hits), key=lambda h: (h.path, h.line, h.kind, h.what))
+            finder.hits.append((1, "unreadable", "nested too deeply to scan", hashlib.sha256(content).hexdigest()[:12]))
+        hits.extend(Hit(path, *found) for found in finder.hits)
+    return sorted(set(hits), key=lambda h: (h.path, h.line, h.kind, h.what, h.written))
 
 
 def scan_blobs(repo: GitRepo, blobs: Mapping[str, str]) -> list[Hit]:
-    """scan() of these files of a repository (path -> blob id), reading only the Python ones, in one git call."""
-    python = {path: blob for path, blob in blobs.items() if path.endswith(PYTHON_SUFFIXES)}
+    """scan() of these files of a repository (path -> blob id), reading only those it scans, in one git call."""
+    python = {path: blob for path, blob in blobs.items() if scanned(path)}
     contents = repo.blobs(sorted(set(python.values())))
     return scan({path: contents[blob] for path, blob in python.items() if blob in contents})
 
@@ -222,3 +125,28 @@ def unallowed(hits: list[Hit], canon: Canon, requirements: tuple[str, ...] | Non
     owners = [canon.requirements[rid] for rid in (requirements or tuple(canon.requirements)) if rid in canon.requirements]
     return [hit for hit in hits
             if not any(hit.kind in req.allows and matches(hit.path, req.paths) for req in owners)]
+
+
+def standing(repo: GitRepo, rev: str, requirements: Sequence[Requirement], *, shown: int = 5) -> list[str]:
+    """Before work starts: per requirement, one note on the hits already in the code its `paths:` match at rev that
+    it does not allow, with the `allows:` line that would accept them. Turns and passes hold only what a change
+    adds against anyone (tamper_diff.py), so these are a person's to know of, not an item."""
+    from canon.scope import matches
+
+    owned = [req for req in requirements if req.paths]
+    blobs = {path: blob for path, blob in repo.blob_ids(rev).items() if any(matches(path, req.paths) for req in owned)}
+    hits = scan_blobs(repo, blobs) if blobs else []
+    notes = []
+    for req in owned:
+        mine = [hit for hit in hits if matches(hit.path, req.paths) and hit.kind not in req.allows]
+        if not mine:
+            continue
+        listed = "; ".join(str(hit) for hit in mine[:shown]) + (f"; and {len(mine) - shown} more" if len(mine) > shown else "")
+        kinds = sorted({hit.kind for hit in mine} - {"unreadable"})
+        allow = (f"if {req.id}'s code is meant to, add `allows: {', '.join(sorted({*req.allows, *kinds}))}` to it "
+                 f"({req.source})" if kinds else "no `allows:` accepts what the scan cannot read")
+        notes.append(f"note: {req.source}: {req.id}: the code its paths match at {rev[:12]} already has what the "
+                     f"tamper scan looks for: {listed}. A turn is judged on the hits it adds, so this old code is not "
+                     f"held against it, but a turn that writes more of it, or rewrites one of these lines' constructs, "
+                     f"is rolled back; {allow}.")
+    return notes
