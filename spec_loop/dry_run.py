@@ -33,9 +33,9 @@ from pathlib import Path, PurePosixPath
 from canon.check_paths import KnownPaths, as_path
 from canon.model import Canon, Document, Requirement
 from canon.scope import matches
-from canon.store import HELD_BACK_DIR, TESTS_DIR, CanonStore, as_node_path
+from canon.store import HELD_BACK_DIR, SEALED_DIR, TESTS_DIR, CanonStore, as_node_path
 from shared.checks import snapshot
-from shared.checks.oracle import HELD_BACK, Result, build_checks, check_limits, run_checks
+from shared.checks.oracle import HELD_BACK, SEALED, Result, build_checks, check_limits, run_checks
 from shared.checks.store import PlanStore
 from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError
@@ -66,6 +66,7 @@ _SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+) in [\d.]+s", re.M)
 class DryRun:
     refusals: tuple[str, ...] = ()  # one problem per check that cannot run, as file:line: ID: what, and its output
     notes: tuple[str, ...] = ()  # what a person should hear about the checks that ran
+    private: tuple[str, ...] = ()  # what only the person who wrote them may hear (sealed cases' answers): not journaled
     journal_refusals: tuple[str, ...] | None = None  # the refusals as spec's journal keeps them: no held-back output
 
 
@@ -76,7 +77,7 @@ class _Wanted:
 
 
 def new_checks(previous: dict[str, Requirement], proposed: dict[str, Requirement],
-               changed_tests: set[str]) -> list[_Wanted]:
+               changed_tests: set[str], changed_sealed: frozenset[str] = frozenset()) -> list[_Wanted]:
     """The checks a change adds or changes: new commands, new or changed `tests:`, tests whose files it changes."""
     wanted: list[_Wanted] = []
     for rid, req in sorted(proposed.items()):
@@ -93,7 +94,27 @@ def new_checks(previous: dict[str, Requirement], proposed: dict[str, Requirement
         held = {node.split("::", 1)[0] for node in req.held_back}
         if held and (before is None or before.held_back != req.held_back or held & changed_tests):
             wanted.append(_Wanted(req, HELD_BACK))
+        if req.sealed and (before is None or before.sealed != req.sealed or set(req.sealed) & changed_sealed):
+            wanted.append(_Wanted(req, SEALED))
     return wanted
+
+
+def unsealed(previous: dict[str, Requirement], proposed: dict[str, Requirement]) -> tuple[str, ...]:
+    """Once, when a change adds a measured requirement without sealed cases, or changes how one is measured: what
+    its pass would rest on, and an example of the cases that would make the code compute its answers."""
+    def measures(req: Requirement) -> tuple[object, ...]:
+        return req.tests, req.held_back, req.checks, req.sealed
+
+    bare = [rid for rid, req in sorted(proposed.items()) if req.measured and not req.sealed
+            and (rid not in previous or measures(previous[rid]) != measures(req))]
+    if not bare:
+        return ()
+    return (f"note: {', '.join(bare)} {'has' if len(bare) == 1 else 'have'} no sealed cases, so a pass rests on "
+            "in-process tests (code that knows their names or values can forge them) or exit codes (the code decides). "
+            "Sealed cases give the code inputs only and compare its answers outside its process: add "
+            f"`sealed: sealed/{bare[0].lower()}.json` to the requirement and the file, such as "
+            '{"call": "pkg.module.function", "cases": [{"args": ["input"], "returns": "answer"}]} (docs/canon.md, '
+            '"Sealed cases")',)
 
 
 def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], writes: dict[str, str | None]) -> DryRun:
@@ -102,7 +123,8 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
     proposed = {req.id: req for doc in documents for req in doc.requirements}
     changed_tests = {as_node_path(path) for path, text in writes.items()
                      if as_node_path(path).startswith(f"{TESTS_DIR}/") and text is not None}
-    wanted = new_checks(previous, proposed, changed_tests)
+    changed_sealed = frozenset(path for path, text in writes.items() if path.startswith(f"{SEALED_DIR}/") and text)
+    wanted = new_checks(previous, proposed, changed_tests, changed_sealed)
     if not wanted or not (is_repo(ws.code, ws.code_git) or is_repo(ws.code)):
         return DryRun()
     code = ws.code_repo()
@@ -123,7 +145,8 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
         files = stored.files_at(canon_commit)
         canon = Canon(version=store.version() + 1, commit=canon_commit, documents=tuple(documents),
                       test_files=tuple(sorted(p for p in files if p.startswith(f"{TESTS_DIR}/"))),
-                      held_back_files=tuple(sorted(p for p in files if p.startswith(f"{HELD_BACK_DIR}/"))))
+                      held_back_files=tuple(sorted(p for p in files if p.startswith(f"{HELD_BACK_DIR}/"))),
+                      sealed_files=tuple(sorted(p for p in files if p.startswith(f"{SEALED_DIR}/"))))
         keys = {(w.requirement.id, w.identity) for w in wanted}
         try:
             env = project_env(ws, "spec", stored, code_commit, snap.code)
@@ -135,9 +158,13 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
         results = run_checks(checks, snap, jobs=limits.jobs, memo=None, confine=Confine(ws, "check", (snap.code,)),
                              limits=check_limits(ws.config), env=env)
         known = KnownPaths([*stored.files_at(code_commit), *stored.files_at(canon_commit)])
-        refusals, notes, journaled = [], [], []
+        refusals, notes, journaled, private = [], [], [], []
         for result in results:
             req = proposed[result.check.requirement]
+            if result.check.identity == SEALED:  # never refused: a case the code cannot answer yet is the residual
+                notes.append(_note(result, code_commit))
+                private += [f"  {line}" for line in result.excerpt.splitlines()[1:]]
+                continue
             why = _cannot_run(result, req, snap, known)
             if why:
                 refusals.append(_refusal(result, req, why, code_commit))
@@ -146,7 +173,7 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
                                  f"{code_commit[:12]} (what and why were shown to the person who submitted them)")
             else:
                 notes.append(_note(result, code_commit))
-        return DryRun(tuple(refusals), tuple(notes), tuple(journaled))
+        return DryRun(tuple(refusals), tuple(notes), private=tuple(private), journal_refusals=tuple(journaled))
     finally:
         snapshot.release(snap)
 
@@ -354,7 +381,9 @@ def _refusal(result: Result, req: Requirement, why: str, code_commit: str) -> st
 
 def _note(result: Result, code_commit: str) -> str:
     check = result.check
-    names = {"tests": "conformance tests", HELD_BACK: "held-back tests"}
+    names = {"tests": "conformance tests", HELD_BACK: "held-back tests", SEALED: "sealed cases"}
+    if check.identity == SEALED:
+        return f"dry run at code {code_commit[:12]}: {check.requirement} sealed cases: {result.excerpt.splitlines()[0]}"
     what = f"{check.requirement} {names.get(check.identity, repr(check.label))}"
     if result.passed:
         return f"dry run at code {code_commit[:12]}: {what} passes already"

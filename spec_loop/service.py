@@ -116,16 +116,20 @@ class SpecService:
     def _dry_run(self, verdict: Review) -> Review:
         """The change's new checks, run once against the code's current commit: one that cannot run refuses it. And
         the tamper scan's hits already in the code of the requirements it adds or re-scopes, said once."""
-        from spec_loop.dry_run import dry_run, standing_hits
+        from spec_loop.dry_run import dry_run, standing_hits, unsealed
 
         tried = dry_run(self.ws, self.store, verdict.documents, verdict.writes)
-        tried = replace(tried, notes=tried.notes + standing_hits(self.ws, self.store, verdict.documents))
+        previous = {req.id: req for doc in self.store.load_documents() for req in doc.requirements}
+        proposed = {req.id: req for doc in verdict.documents for req in doc.requirements}
+        tried = replace(tried, notes=tried.notes + standing_hits(self.ws, self.store, verdict.documents)
+                        + unsealed(previous, proposed))
         if tried.refusals or tried.notes:  # the refusals themselves are journaled with the refused draft
             self.journal.append("draft.dry_run", {"refused": len(tried.refusals), "ran": list(tried.notes)})
         if tried.refusals:
             return Review(verdict.drafts, tuple(locate(problem, verdict.drafts) for problem in tried.refusals),
                           journal_problems=tried.journal_refusals)
         self.notices.extend(tried.notes)
+        self.notices.extend(tried.private)  # the sealed cases' answers, for the person: never journaled
         return verdict
 
     def decide(self, draft: Draft, *, source: str) -> Decision:

@@ -59,10 +59,10 @@ def test_the_same_gap_gives_the_same_id(measured: Workspace) -> None:
 
 
 def test_a_memoized_pass_on_unchanged_inputs_runs_no_check(measured: Workspace) -> None:
-    report = one_pass(measured)
-    assert report.checks_run == 0 and report.checks_memoized == 5
+    report = one_pass(measured)  # TK-1 to TK-5: conformance tests and sealed cases each
+    assert report.checks_run == 0 and report.checks_memoized == 10
     fresh = one_pass(measured, fresh=True)
-    assert fresh.checks_run == 5
+    assert fresh.checks_run == 10
 
 
 def test_memo_key_covers_exactly_what_a_check_reads(measured: Workspace) -> None:
@@ -70,8 +70,8 @@ def test_memo_key_covers_exactly_what_a_check_reads(measured: Workspace) -> None
     git(measured.code, "add", "-A")
     git(measured.code, "commit", "-qm", "count")
     report = one_pass(measured)
-    # TK-2 reads textkit/count.py, TK-5 reads textkit/**: those two re-run; the rest are memoized
-    assert report.checks_run == 2 and report.checks_memoized == 3
+    # TK-2 reads textkit/count.py, TK-5 reads textkit/**: their tests and sealed cases re-run; the rest are memoized
+    assert report.checks_run == 4 and report.checks_memoized == 6
     assert report.residual == 4
 
 
