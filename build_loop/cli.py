@@ -20,7 +20,7 @@ from build_loop.run import serve_build
 from build_loop.turn import Outcome
 from build_loop.workers import serve_workers
 from canon.store import CanonStore
-from shared.boundary import run_cli, workspace_option
+from shared.boundary import program_options, run_cli, startup_line, workspace_option
 from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.daemon import Stopper
 from shared.isolation import launcher
@@ -52,10 +52,10 @@ def _prepare(workspace: Path, agent_command: str, *, before: Callable[[Workspace
         launcher.start()  # the turns' views are made of mounts, which build may not make once it restricts itself
     gateway = None if agent_command else gateway_for(ws)  # reads the provider keys and binds before build restricts itself
     before(ws)
-    click.echo(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"), err=True)
+    startup_line(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"))
     if gateway is not None:
         gateway.run_on_loop(restrict_this_thread)  # its thread was made before: it parses the agent's HTTP
-    click.echo(f"build-loop: reach: {reach_line(ws)}", err=True)
+    startup_line(f"build-loop: reach: {reach_line(ws)}")
     if gateway is not None:
         click.echo(f"build-loop: model gateway on {gateway.url} (providers: {', '.join(sorted(ws.config.gateway.providers))}; "
                    f"network: {ws.config.gateway.network})", err=True)
@@ -72,6 +72,7 @@ def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, s
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
+@program_options
 def cli() -> None:
     """build-loop: takes the most important open fix_plan item, runs a fresh agent on it, and keeps
     the change only if the sensors say it made progress and broke nothing.

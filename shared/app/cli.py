@@ -7,12 +7,14 @@ from pathlib import Path
 import click
 
 from shared.app.cli_record import COMMANDS as RECORD_COMMANDS
-from shared.boundary import run_cli, workspace_option
+from shared.app.sections import SectionedGroup
+from shared.boundary import program_options, run_cli, verbose, workspace_option
 from shared.workspace import Workspace
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=SectionedGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
+@program_options
 def cli() -> None:
     """banach: three loops (spec, plan, build) that converge code on a falsifiable canon, and decide
     "done" by a fresh plan pass, never by the agent's word.
@@ -237,7 +239,8 @@ def run_foreground(ctx: click.Context, workspace: Path, until_certified: bool, m
             "loops running in the background instead, use 'banach up'.")
     echo = (lambda line: click.echo(line, err=True)) if as_json else click.echo
     result = run_until_certified(Workspace.open(workspace), Budgets(max_turns, max_cost), echo=echo,
-                                 echo_err=lambda line: click.echo(line, err=True), agent_command=agent_command)
+                                 echo_err=lambda line: click.echo(line, err=True), agent_command=agent_command,
+                                 verbose=verbose())
     if as_json:
         click.echo(json.dumps({"certified": result.certified, "exit_code": result.exit_code, "reason": result.reason,
                                "turns": result.turns, "cost_usd": result.cost_usd}))

@@ -66,8 +66,9 @@ class Stop(Exception):
 
 class Foreground:
     def __init__(self, ws: Workspace, budgets: Budgets, *, echo: Callable[[str], None],
-                 echo_err: Callable[[str], None], stopper: Stopper, agent_command: str = "") -> None:
+                 echo_err: Callable[[str], None], stopper: Stopper, agent_command: str = "", verbose: bool = False) -> None:
         self.ws = ws
+        self.verbose = verbose  # -v: the loops print their isolation banners (once each: _banner)
         self.budgets = budgets
         self.echo, self.echo_err = echo, echo_err
         self.stopper = stopper
@@ -233,7 +234,8 @@ class Foreground:
     def _step(self, program: str, *args: str) -> Outcome:
         if self.stopper.stopping:
             raise self._interrupted(f"before {program} {args[0]}")
-        argv = (sys.executable, "-I", "-m", MODULES[program], *args, "--workspace", str(self.ws.root))
+        argv = (sys.executable, "-I", "-m", MODULES[program], *(["-v"] if self.verbose else []), *args,
+                "--workspace", str(self.ws.root))
         outcome = run(Request(argv, cwd=self.ws.root, env=dict(os.environ), timeout=STEP_TIMEOUT, grace=STOP_GRACE),
                       cancel=self.stopper.event)
         self._banner(program, outcome.stderr)
@@ -275,6 +277,7 @@ def _failed(what: str, outcome: Outcome) -> str:
 
 
 def run_until_certified(ws: Workspace, budgets: Budgets, *, echo: Callable[[str], None],
-                        echo_err: Callable[[str], None], agent_command: str = "") -> RunResult:
+                        echo_err: Callable[[str], None], agent_command: str = "", verbose: bool = False) -> RunResult:
     stopper = Stopper().install()
-    return Foreground(ws, budgets, echo=echo, echo_err=echo_err, stopper=stopper, agent_command=agent_command).run()
+    return Foreground(ws, budgets, echo=echo, echo_err=echo_err, stopper=stopper, agent_command=agent_command,
+                      verbose=verbose).run()
