@@ -21,7 +21,7 @@ from build_loop.turn import Outcome
 from build_loop.workers import serve_workers
 from canon.store import CanonStore
 from shared.boundary import program_options, run_cli, startup_line, workspace_option
-from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
+from shared.contracts.blocks import cause_of, counts, current_blocks, explain, has_rounds_left, requirement_of, unblock_hint
 from shared.daemon import Stopper
 from shared.isolation import launcher
 from shared.isolation.policy import reach_line, refuse_without_views, restrict_self, restrict_this_thread
@@ -94,9 +94,11 @@ def _outcome_json(outcome: Outcome, ws: Workspace) -> dict[str, object]:
         "cost_usd": outcome.cost_usd, "resets_at": outcome.resets_at,
         "reason": str(outcome.details.get("reason") or outcome.message), "message": outcome.message,
         "canon_version": version,
-        "blocked": [{"item": item, "attempts": block.get("attempts"), "explanation": explain(item, block)}
+        "blocked": [{"item": item, "requirement": requirement_of(item), "attempts": block.get("attempts"),
+                     "spent": counts(block), "cause": cause_of(block), "rounds_left": has_rounds_left(block),
+                     "explanation": explain(item, block)}
                     for item, block in sorted(blocks.items())],
-        "unblock_hint": UNBLOCK_HINT if blocks else "",
+        "unblock_hint": unblock_hint(ws.config.build.max_attempts * ws.config.build.rounds) if blocks else "",
     }
 
 
@@ -207,12 +209,18 @@ def key_set(workspace: Path, provider: str) -> None:
 @click.argument("items", nargs=-1)
 def unblock_command(workspace: Path, items: tuple[str, ...]) -> None:
     """Give blocked items a fresh attempt budget (all blocked items when none is named), once their cause is fixed.
+    Name an item by its requirement's id (TK-1) when one blocked item is of it, or by its item id (TK-1.6211d9).
+    It says how many turns each may spend now: build.max_attempts a round, for up to build.rounds rounds.
 
-    Example: build-loop unblock TK-1.6211d9
+    Example: build-loop unblock TK-1
     """
     ws = Workspace.open(workspace)
+    build = ws.config.build
     for item in unblock_items(ws, list(items)):
-        click.echo(f"unblocked {item}: it gets a fresh attempt budget under canon v{CanonStore(ws.canon).version()}")
+        click.echo(f"unblocked {requirement_of(item)} (item {item}) under canon v{CanonStore(ws.canon).version()}: it may "
+                   f"spend up to {build.max_attempts * build.rounds} more turns ({build.max_attempts} attempts a round, "
+                   f"up to {build.rounds} round{'s' * (build.rounds != 1)}; a round in which no attempt changed anything "
+                   "is the last)")
 
 
 @cli.command("resume")

@@ -341,7 +341,8 @@ class Governor:
             tail = "\n".join(ran.stderr.strip().splitlines()[-15:])
             first = tail.splitlines()[-1] if tail else "no output on stderr"
             return self._failed(turn, "agent_failed", f"the agent exited with code {ran.returncode} and changed nothing: "
-                             f"{first}", changed=[], stderr_tail=tail, agent_setup=self.agent_setup)
+                             f"{first}", changed=[], stderr_tail=tail, agent_setup=self.agent_setup,
+                                feedback=turn.before.excerpts)
         return self._failed(turn, "stall", "the turn left no change in scope" + (" (timed out)" if ran.timed_out else ""),
                             changed=[], feedback=turn.before.excerpts)
 

@@ -12,7 +12,7 @@ from typing import Any
 from shared.app import supervisor
 from shared.app.init import init_workspace
 from shared.app.status import status
-from shared.contracts.blocks import UNBLOCK_HINT
+from shared.contracts.blocks import unblock_hint
 from shared.journal import Journal
 from shared.monitor.plot import draw
 from shared.monitor.series import read_history
@@ -81,7 +81,8 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
             f" (but {build['blocked']} item(s) blocked: no turn runs on them until a person unblocks them)"
             if build["blocked"] else ""),
         *(f"  blocked          {line}" for line in build["blocked_items"]),
-        *([f"                   {UNBLOCK_HINT}"] if build["blocked"] else []),
+        *([f"                   {unblock_hint(ws.config.build.max_attempts * ws.config.build.rounds)}"]
+          if build["blocked"] else []),
         f"  unmeasured       {', '.join(info['unmeasured']) or 'none'}",
         f"  plot             {plot_path}",
         f"  journals         {ws.role_dir('spec').parent}/<role>/journal.db (verify: banach journal verify -w {ws.root})",

@@ -80,7 +80,7 @@ def test_unblock_is_done_by_build_loop_and_journaled_with_who_asked(measured: Wo
         code, items_page = get(at, "/items")
         assert code == 200 and item in items_page and "blocked" in items_page
         code, body = post(at, "/act/unblock", {"target": item, "back": "/items"})
-        assert code == 200 and f"unblocked {item}" in body, body
+        assert code == 200 and f"unblocked {item.rsplit('.', 1)[0]} (item {item})" in body, body
     with Journal(measured.journal_path("build"), readonly=True) as journal:
         assert [row.data["item"] for row in journal.rows("item.unblocked")] == [item]
     with Journal(measured.state / "serve" / "journal.db", readonly=True) as journal:
