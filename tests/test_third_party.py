@@ -68,7 +68,7 @@ def test_more_itertools_from_init_to_deliver(tmp_path: Path) -> None:
     made = ok(cli("banach", "init", str(ws), "--code", str(source)))
     assert made.startswith(f"workspace ready in {ws}\nnext:\n") and f"banach up -w {ws}" in made
     config = ws / "banach.toml"
-    text = config.read_text().replace('agent = "sim"', 'agent = "scripted"')
+    text = config.read_text().replace('agent = "claude"', 'agent = "scripted"')
     if landlock_abi() < 1:  # the default backend needs Landlock; without it the walk still runs, unenforced
         text = text.replace('backend = "landlock"', 'backend = "none"')
     config.write_text(text + f'\n[agents.scripted]\npreset = "command"   # SIMULATED: a scripted stand-in for an LLM\n'

@@ -156,9 +156,11 @@ def up(workspace: Path) -> None:
 
     Example: banach up -w ws && banach ctl -w ws status
     """
+    from build_loop.agent_check import refuse_simulated
     from shared.app import supervisor
 
     ws = Workspace.open(workspace)
+    refuse_simulated(ws)
     for program in supervisor.up(ws, echo=lambda line: click.echo(line, err=True)):
         click.echo(f"{program.role:6} {program.state.lower():8} pid {program.pid}")
     if ws.config.serve.enabled:
@@ -237,8 +239,12 @@ def run_foreground(ctx: click.Context, workspace: Path, until_certified: bool, m
             "banach run needs its stop condition named: --until-certified (exit 0 when plan certifies, 1 when a "
             "budget runs out or nothing can progress; bound it with --max-turns N and --max-cost USD). To keep the "
             "loops running in the background instead, use 'banach up'.")
+    from build_loop.agent_check import refuse_simulated
+
     echo = (lambda line: click.echo(line, err=True)) if as_json else click.echo
-    result = run_until_certified(Workspace.open(workspace), Budgets(max_turns, max_cost), echo=echo,
+    ws = Workspace.open(workspace)
+    refuse_simulated(ws, agent_command)
+    result = run_until_certified(ws, Budgets(max_turns, max_cost), echo=echo,
                                  echo_err=lambda line: click.echo(line, err=True), agent_command=agent_command,
                                  verbose=verbose())
     if as_json:
