@@ -21,7 +21,7 @@ from build_loop.turn import Outcome
 from build_loop.workers import serve_workers
 from canon.store import CanonStore
 from shared.boundary import program_options, run_cli, startup_line, workspace_option
-from shared.contracts.blocks import cause_of, counts, current_blocks, explain, has_rounds_left, requirement_of, unblock_hint
+from shared.contracts.blocks import cause_of, counts, current_blocks, explain, has_rounds_left, many, requirement_of, unblock_hint
 from shared.daemon import Stopper
 from shared.isolation import launcher
 from shared.isolation.policy import reach_line, refuse_without_views, restrict_self, restrict_this_thread
@@ -218,8 +218,8 @@ def unblock_command(workspace: Path, items: tuple[str, ...]) -> None:
     build = ws.config.build
     for item in unblock_items(ws, list(items)):
         click.echo(f"unblocked {requirement_of(item)} (item {item}) under canon v{CanonStore(ws.canon).version()}: it may "
-                   f"spend up to {build.max_attempts * build.rounds} more turns ({build.max_attempts} attempts a round, "
-                   f"up to {build.rounds} round{'s' * (build.rounds != 1)}; a round in which no attempt changed anything "
+                   f"spend up to {many(build.max_attempts * build.rounds, 'more turn')} ({many(build.max_attempts, 'attempt')} "
+                   f"a round, up to {many(build.rounds, 'round')}; a round in which no attempt changed anything "
                    "is the last)")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from canon.model import Canon
-from shared.contracts.blocks import cause_of, counts, has_rounds_left, requirement_of
+from shared.contracts.blocks import cause_of, counts, has_rounds_left, many, requirement_of
 from shared.workspace import Workspace
 
 REFUSED_LIMIT = 5  # refused drafts shown; the rest are counted
@@ -60,7 +60,7 @@ def _blocked(item: str, block: dict[str, Any], documents: dict[str, str], at: st
     why_stopped = (" (no attempt of its last round changed anything)" if block.get("changed_nothing") else "")
     return Need("blocked", requirement, f"{requirement} is blocked after {counts(block)}{why_stopped}", cause_of(block),
                 f"build-loop unblock {requirement} {at}",
-                f"it may spend up to {build.max_attempts * build.rounds} more turns; if the agent cannot fix the cause, "
+                f"it may spend up to {many(build.max_attempts * build.rounds, 'more turn')}; if the agent cannot fix the cause, "
                 f"fix it first: a commit of yours brought in with banach refresh, or the requirement with spec-loop "
                 f"edit {document}",
                 button="unblock", target=item)

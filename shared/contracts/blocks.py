@@ -54,10 +54,14 @@ def cause_of(block: dict[str, Any]) -> str:
     return str(evidence.get("cause") or evidence.get("reason") or "no reason recorded")
 
 
+def many(count: int, word: str) -> str:
+    """'1 turn', '12 turns'."""
+    return f"{count} {word}{'s' * (count != 1)}"
+
+
 def counts(block: dict[str, Any]) -> str:
     """'12 turns in 3 rounds': what was spent, honestly."""
-    turns, rounds = turns_of(block), int(block.get("round") or 1)
-    return f"{turns} turn{'s' * (turns != 1)} in {rounds} round{'s' * (rounds != 1)}"
+    return f"{many(turns_of(block), 'turn')} in {many(int(block.get('round') or 1), 'round')}"
 
 
 def explain(item: str, block: dict[str, Any]) -> str:
@@ -79,5 +83,5 @@ def explain(item: str, block: dict[str, Any]) -> str:
 def unblock_hint(turns_per_unblock: int) -> str:
     """What a person does about a blocked item, and what it may cost."""
     return (f"once the cause is fixed (in the code: banach refresh; or the requirement: spec-loop edit), run "
-            f"'build-loop unblock REQ' (REQ: the requirement's id); it may spend up to {turns_per_unblock} more turns")
+            f"'build-loop unblock REQ' (REQ: the requirement's id); it may spend up to {many(turns_per_unblock, 'more turn')}")
 
