@@ -186,3 +186,16 @@ def test_the_isolation_banner_is_shown_by_doctor_and_with_v_only(tmp_path: Path)
            "only code, state/build" in doctor
     unenforced = example(tmp_path / "none", backend="none")
     assert "NOTHING IS ENFORCED" in cli("plan-loop", "once", "-w", str(unenforced.root)).stderr  # a warning, always
+
+
+def test_spec_loop_names_every_problem_of_a_document_at_once(tmp_path: Path) -> None:
+    """Issue 43: the problems of one document came one a try (line 10 first, line 7 only after that fix)."""
+    ws = example(tmp_path)
+    draft = tmp_path / "more.md"
+    draft.write_text("## TK-7: first\npriority: high\n\ntext\n\n## TK-8: second\ncolour: red\n\ntext\n\n## TK-9: third\n"
+                     "paths: ../outside\n\ntext\n")
+    result = cli("spec-loop", "add", str(draft), "-w", str(ws.root))
+    assert result.returncode == 1
+    assert result.stdout.startswith("refused more.md:\n"), result.stdout
+    said = [line for line in result.stdout.splitlines() if line.startswith("  more.md:")]
+    assert [int(line.split(":")[1]) for line in said] == [2, 7, 12], result.stdout
