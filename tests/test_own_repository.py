@@ -89,7 +89,10 @@ def test_init_writes_a_real_agent_your_own_program_and_the_projects_tests_as_a_s
     assert "docs/agents.md" in text and "shared/config.py" not in text and "build-loop key set anthropic" in text
     assert sum(line.startswith("#") for line in text.splitlines()) >= 15  # commented for a person
     doctor = cli("banach", "doctor", "-w", str(tmp_path / "ws")).stdout
-    assert "gateway provider anthropic: no key" in doctor and "build-loop key set anthropic" in doctor
+    assert "FIX   gateway provider anthropic: no key" in doctor and "build-loop key set anthropic" in doctor
+    (tmp_path / "ws" / "banach.toml").write_text(text.replace('agent = "claude"', 'agent = "mine"'))
+    doctor = cli("banach", "doctor", "-w", str(tmp_path / "ws")).stdout  # a provider no rung uses needs no key yet
+    assert "ok    gateway provider anthropic: no key, and no rung of build.agent or build.ladder uses it now" in doctor
     bare = cli("banach", "init", str(tmp_path / "bare"))  # no code, so no tests to sense: the sensor is commented
     assert bare.returncode == 0 and "build" in tomllib.loads((tmp_path / "bare" / "banach.toml").read_text())
     assert "sensors" not in tomllib.loads((tmp_path / "bare" / "banach.toml").read_text())["build"]

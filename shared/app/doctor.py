@@ -167,6 +167,7 @@ def _gateway_findings(ws: Workspace) -> list[Finding]:
     from shared.provider_keys import key_file
 
     findings = []
+    used = {ws.config.agents[rung].provider for rung in ws.config.build.rungs if rung in ws.config.agents}
     for name, provider in sorted(ws.config.gateway.providers.items()):
         stored = key_file(ws, name).exists()
         exported = bool(provider.key_env and os.environ.get(provider.key_env))
@@ -178,6 +179,9 @@ def _gateway_findings(ws: Workspace) -> list[Finding]:
         elif stored or provider.auth == "none":
             findings.append(Finding(True, f"gateway provider {name}: " + (
                 f"key in {ws.relative(key_file(ws, name))}" if stored else "no key needed (auth none)")))
+        elif name not in used:  # configured for a rung not in use (banach init writes one): not a problem yet
+            findings.append(Finding(True, f"gateway provider {name}: no key, and no rung of build.agent or build.ladder "
+                                    f"uses it now (build-loop key set {name} stores one when a rung does)"))
         else:
             findings.append(Finding(False, f"gateway provider {name}: no key", f"run 'build-loop key set {name} -w "
                                     f"{ws.root}' (reads it from stdin)" + (f", or export ${provider.key_env} for a "
