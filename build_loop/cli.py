@@ -20,8 +20,8 @@ from build_loop.run import serve_build
 from build_loop.turn import Outcome
 from build_loop.workers import serve_workers
 from canon.store import CanonStore
-from shared.boundary import run_cli, workspace_option
-from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
+from shared.boundary import program_options, run_cli, startup_line, workspace_option
+from shared.contracts.blocks import cause_of, counts, current_blocks, explain, has_rounds_left, many, requirement_of, unblock_hint
 from shared.daemon import Stopper
 from shared.isolation.policy import reach_line, restrict_self, restrict_this_thread, start_views
 from shared.iteration_report import iteration_text, latest_iteration, summary, transcript
@@ -49,10 +49,10 @@ def _prepare(workspace: Path, agent_command: str, *, before: Callable[[Workspace
     start_views(ws, "build")  # before the gateway's thread: the thread that makes views must be the second
     gateway = None if agent_command else gateway_for(ws)  # reads the provider keys and binds before build restricts itself
     before(ws)
-    click.echo(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"), err=True)
+    startup_line(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"))
     if gateway is not None:
         gateway.run_on_loop(restrict_this_thread)  # its thread was made before: it parses the agent's HTTP
-    click.echo(f"build-loop: reach: {reach_line(ws)}", err=True)
+    startup_line(f"build-loop: reach: {reach_line(ws)}")
     if gateway is not None:
         click.echo(f"build-loop: model gateway on {gateway.url} (providers: {', '.join(sorted(ws.config.gateway.providers))}; "
                    f"network: {ws.config.gateway.network})", err=True)
@@ -69,6 +69,7 @@ def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, s
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
+@program_options
 def cli() -> None:
     """build-loop: takes the most important open fix_plan item, runs a fresh agent on it, and keeps
     the change only if the sensors say it made progress and broke nothing.
@@ -90,9 +91,11 @@ def _outcome_json(outcome: Outcome, ws: Workspace) -> dict[str, object]:
         "cost_usd": outcome.cost_usd, "resets_at": outcome.resets_at,
         "reason": str(outcome.details.get("reason") or outcome.message), "message": outcome.message,
         "canon_version": version,
-        "blocked": [{"item": item, "attempts": block.get("attempts"), "explanation": explain(item, block)}
+        "blocked": [{"item": item, "requirement": requirement_of(item), "attempts": block.get("attempts"),
+                     "spent": counts(block), "cause": cause_of(block), "rounds_left": has_rounds_left(block),
+                     "explanation": explain(item, block)}
                     for item, block in sorted(blocks.items())],
-        "unblock_hint": UNBLOCK_HINT if blocks else "",
+        "unblock_hint": unblock_hint(ws.config.build.max_attempts * ws.config.build.rounds) if blocks else "",
     }
 
 
@@ -203,12 +206,18 @@ def key_set(workspace: Path, provider: str) -> None:
 @click.argument("items", nargs=-1)
 def unblock_command(workspace: Path, items: tuple[str, ...]) -> None:
     """Give blocked items a fresh attempt budget (all blocked items when none is named), once their cause is fixed.
+    Name an item by its requirement's id (TK-1) when one blocked item is of it, or by its item id (TK-1.6211d9).
+    It says how many turns each may spend now: build.max_attempts a round, for up to build.rounds rounds.
 
-    Example: build-loop unblock TK-1.6211d9
+    Example: build-loop unblock TK-1
     """
     ws = Workspace.open(workspace)
+    build = ws.config.build
     for item in unblock_items(ws, list(items)):
-        click.echo(f"unblocked {item}: it gets a fresh attempt budget under canon v{CanonStore(ws.canon).version()}")
+        click.echo(f"unblocked {requirement_of(item)} (item {item}) under canon v{CanonStore(ws.canon).version()}: it may "
+                   f"spend up to {many(build.max_attempts * build.rounds, 'more turn')} ({many(build.max_attempts, 'attempt')} "
+                   f"a round, up to {many(build.rounds, 'round')}; a round in which no attempt changed anything "
+                   "is the last)")
 
 
 @cli.command("resume")

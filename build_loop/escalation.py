@@ -11,6 +11,7 @@ from build_loop.history import ItemHistory
 from build_loop.turn import Outcome
 from canon.model import Canon
 from shared.config import BuildConfig
+from shared.contracts import cause
 from shared.contracts.blocks import BLOCKED
 from shared.contracts.fix_plan import Item
 from shared.journal import Journal
@@ -22,16 +23,27 @@ def escalate(journal: Journal, build: BuildConfig, item: Item, canon: Canon, his
     attempts, streak = history.attempts + 1, history.streak + 1
     if attempts >= build.max_attempts:
         failing = outcome.details.get("failing_after", outcome.details.get("failing_before"))
+        # every attempt of this round left nothing to judge: another round on the top rung is a guess, not a plan
+        changed_nothing = not history.round_changed and outcome.decision in ("stall", "agent_failed")
         journal.append(BLOCKED, {
             "item": item.id, "canon_version": canon.version, "attempts": attempts, "round": history.round,
-            "rounds": build.rounds,
+            "rounds": build.rounds, "turns": history.turns + 1, "changed_nothing": changed_nothing,
             "evidence": {"reason": outcome.details.get("reason"), "failing": failing,
-                         "excerpt": outcome.details.get("excerpt", "")[-2000:], "iteration": outcome.n},
+                         "cause": cause.from_excerpts(outcome.details.get("feedback"), failing),
+                         "excerpt": (outcome.details.get("excerpt") or _excerpts(outcome))[-2000:],
+                         "iteration": outcome.n},
         })
     elif streak >= build.stall_patience and history.rung + 1 < len(ladder):
         journal.append("ladder.climb", {"item": item.id, "from": history.rung, "to": history.rung + 1,
                                         "from_agent": ladder[history.rung], "to_agent": ladder[history.rung + 1],
                                         "after": streak, "n": outcome.n})
+
+
+def _excerpts(outcome: Outcome) -> str:
+    """The failing sensors' output the turn was shown (a stall or an agent failure has no excerpt of its own)."""
+    feedback = outcome.details.get("feedback") or {}
+    return "\n".join(f"{name}:\n{text}" for name, text in sorted(feedback.items())) or str(
+        outcome.details.get("stderr_tail") or "")
 
 
 AGENT_FAILURES_TO_PAUSE = 3

@@ -341,7 +341,8 @@ class Governor:
             tail = relay or "\n".join(ran.stderr.strip().splitlines()[-15:])
             said = f"no call reached the gateway: {relay}" if relay else f"the agent exited with code {ran.returncode} " \
                 f"and changed nothing: {tail.splitlines()[-1] if tail else 'no output on stderr'}"
-            return self._failed(turn, "agent_failed", said, changed=[], stderr_tail=tail, agent_setup=self.agent_setup)
+            return self._failed(turn, "agent_failed", said, changed=[], stderr_tail=tail, agent_setup=self.agent_setup,
+                                feedback=turn.before.excerpts)
         return self._failed(turn, "stall", "the turn left no change in scope" + (" (timed out)" if ran.timed_out else ""),
                             changed=[], feedback=turn.before.excerpts)
 

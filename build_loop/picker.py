@@ -10,7 +10,7 @@ from canon.scope import may_overlap
 from canon.store import CanonStore
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts import trailers
-from shared.contracts.blocks import ROUND, UNBLOCK_HINT, current_blocks, explain, has_rounds_left
+from shared.contracts.blocks import ROUND, current_blocks, explain, has_rounds_left, unblock_hint
 from shared.contracts.fix_plan import FixPlan, Item
 from shared.git import GitRepo
 from shared.journal import Journal
@@ -80,7 +80,8 @@ def next_item(ws: Workspace, journal: Journal, code: GitRepo, plan: FixPlan) -> 
         item = next_round(ws, journal, plan, done, blocks, first_seen)
     if item is not None:
         return item, ""
-    return None, why_nothing(plan, done, blocks)
+    build = ws.config.build
+    return None, why_nothing(plan, done, blocks, build.max_attempts * build.rounds)
 
 
 def next_round(ws: Workspace, journal: Journal, plan: FixPlan, done: set[str], blocks: dict[str, Any],
@@ -102,11 +103,11 @@ def next_round(ws: Workspace, journal: Journal, plan: FixPlan, done: set[str], b
     return item
 
 
-def why_nothing(plan: FixPlan, done: set[str], blocks: dict[str, Any]) -> str:
+def why_nothing(plan: FixPlan, done: set[str], blocks: dict[str, Any], turns_per_unblock: int) -> str:
     if blocks and len(plan.items) > len(done):
         lines = [explain(item_id, block) for item_id, block in sorted(blocks.items())]
         return (f"nothing to do: {len(blocks)} item(s) blocked, the rest done or waiting on them:\n  "
-                + "\n  ".join(lines) + f"\n{UNBLOCK_HINT}")
+                + "\n  ".join(lines) + f"\n{unblock_hint(turns_per_unblock)}")
     return "nothing open that build has not already done: waiting for plan-loop to re-measure"
 
 

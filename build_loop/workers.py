@@ -167,7 +167,8 @@ class Workers:
         if self.flying:
             return ""
         blocks = current_blocks(self.journal, plan.canon_version)
-        return f"build-loop: {why_nothing(plan, done_items(self.journal, self.main, plan), blocks)}"
+        per_unblock = self.ws.config.build.max_attempts * self.ws.config.build.rounds
+        return f"build-loop: {why_nothing(plan, done_items(self.journal, self.main, plan), blocks, per_unblock)}"
 
     def _start(self, pool: ThreadPoolExecutor, lane: int, plan: FixPlan, item: Item) -> None:
         canon = self.canon_store.load()

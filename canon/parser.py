@@ -38,9 +38,30 @@ HEADER_FIELDS = {"area", "title", "removes", "requires"}
 
 
 class CanonSyntaxError(CanonError):
-    def __init__(self, file: str, line: int, message: str) -> None:
-        self.file, self.line, self.reason = file, line, message
-        super().__init__(f"{file}:{line}: {message}")
+    """Every problem found in one document, in line order: a person fixes them in one round, not one a save. `line`
+    and `reason` are the first's."""
+
+    def __init__(self, file: str, line: int, message: str, more: tuple[tuple[int, str], ...] = ()) -> None:
+        self.file = file
+        self.problems = tuple(sorted({(line, message), *more}))
+        self.line, self.reason = self.problems[0]
+        super().__init__("\n".join(f"{file}:{at}: {reason}" for at, reason in self.problems))
+
+
+class _Problems:
+    """The problems of one document as they are found; raised together at the end."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.found: list[tuple[int, str]] = []
+
+    def add(self, line: int, message: str) -> None:
+        self.found.append((line, message))
+
+    def raise_any(self) -> None:
+        if self.found:
+            (line, message), *more = self.found
+            raise CanonSyntaxError(self.file, line, message, tuple(more))
 
 
 def _decode(raw: bytes, file: str) -> str:
@@ -60,7 +81,7 @@ def _split_list(key: str, value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _header(lines: list[str], file: str) -> tuple[dict[str, str], int]:
+def _header(lines: list[str], file: str, problems: _Problems) -> tuple[dict[str, str], int]:
     """Front matter between '---' lines; returns the fields and the index of the first body line."""
     if not lines or lines[0].strip() != "---":
         return {}, 0
@@ -74,12 +95,12 @@ def _header(lines: list[str], file: str) -> tuple[dict[str, str], int]:
             continue
         match = FIELD.match(text)
         if not match:
-            raise CanonSyntaxError(file, index + 1, f"header line is not 'key: value': {text.strip()!r}")
+            problems.add(index + 1, f"header line is not 'key: value': {text.strip()!r}")
+            continue
         key = match["key"]
         if key not in HEADER_FIELDS:
-            raise CanonSyntaxError(
-                file, index + 1, f"unknown header key '{key}'; known keys: {', '.join(sorted(HEADER_FIELDS))}"
-            )
+            problems.add(index + 1, f"unknown header key '{key}'; known keys: {', '.join(sorted(HEADER_FIELDS))}")
+            continue
         fields[key] = match["value"]
     return fields, end + 1
 
@@ -93,32 +114,38 @@ def _opens_header(lines: list[str], index: int) -> bool:
 
 
 def parse_document(raw: bytes | str, file: str) -> Document:
+    """The document's requirements; or a CanonSyntaxError naming every problem found in it, each at its line."""
     text = raw if isinstance(raw, str) else _decode(raw, file)
     if not text.strip():
         raise CanonSyntaxError(file, 1, "the document is empty; it needs at least one requirement ('## ID: title')")
+    problems = _Problems(file)
     lines = text.splitlines()
-    header, start = _header(lines, file)
+    header, start = _header(lines, file, problems)
     area = header.get("area") or PurePosixPath(file).stem
     blocks: list[tuple[int, re.Match[str]]] = []
     for index in range(start, len(lines)):
         if lines[index].strip() == "---" and _opens_header(lines, index):
-            raise CanonSyntaxError(file, index + 1, "a second header ('---' and header fields) inside the document: "
-                                   "a document has one header, at its top. Add requirements to it as '## ID: title' "
-                                   "blocks, or save the other document under a name of its own")
+            problems.add(index + 1, "a second header ('---' and header fields) inside the document: a document has one "
+                         "header, at its top. Add requirements to it as '## ID: title' blocks, or save the other document "
+                         "under a name of its own")
         if lines[index].startswith("## "):
             match = HEADING.match(lines[index])
             if not match:
-                raise CanonSyntaxError(file, index + 1, "a requirement heading must read '## ID: title'")
+                problems.add(index + 1, "a requirement heading must read '## ID: title'")
+                continue
             blocks.append((index, match))
         elif lines[index].startswith("##") and not lines[index].startswith("###"):
-            raise CanonSyntaxError(file, index + 1, "a requirement heading must read '## ID: title' (space after '##')")
-    if not blocks and not header.get("removes"):  # a header with removes: alone is a removal
-        raise CanonSyntaxError(file, start + 1, "no requirement found; start one with a line '## ID: title' (or, to "
-                                                "remove requirements, give a header with 'removes: ID, ...')")
+            problems.add(index + 1, "a requirement heading must read '## ID: title' (space after '##')")
+    if not blocks and not header.get("removes") and not problems.found:  # a header with removes: alone is a removal
+        problems.add(start + 1, "no requirement found; start one with a line '## ID: title' (or, to remove "
+                     "requirements, give a header with 'removes: ID, ...')")
     requirements = []
     for number, (index, match) in enumerate(blocks):
         end = blocks[number + 1][0] if number + 1 < len(blocks) else len(lines)
-        requirements.append(_requirement(lines, index, end, match, area, file))
+        requirement = _requirement(lines, index, end, match, area, problems)
+        if requirement is not None:
+            requirements.append(requirement)
+    problems.raise_any()
     removes = tuple(_split_list("removes", header.get("removes", "")))
     requires = tuple(_split_list("requires", header.get("requires", "")))
     unknown = [value for value in requires if value != "sealed"]
@@ -130,7 +157,10 @@ def parse_document(raw: bytes | str, file: str) -> Document:
                     requirements=tuple(requirements))
 
 
-def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str], area: str, file: str) -> Requirement:
+def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str], area: str,
+                 problems: _Problems) -> Requirement | None:
+    """One requirement block; None when it has problems (each added to `problems`)."""
+    had = len(problems.found)
     fields: dict[str, object] = {}
     cursor = index + 1
     current_list: str | None = None
@@ -148,47 +178,50 @@ def _requirement(lines: list[str], index: int, end: int, heading: re.Match[str],
             if not match:
                 break  # prose directly under the heading: the field block is over
             key, value = match["key"], match["value"]
+            current_list = None
             if key not in LIST_FIELDS | SCALAR_FIELDS:
                 known = ", ".join(sorted(LIST_FIELDS | SCALAR_FIELDS))
-                raise CanonSyntaxError(file, cursor + 1, f"unknown field '{key}'; known fields: {known}")
-            if key in fields:
-                raise CanonSyntaxError(file, cursor + 1, f"field '{key}' is given twice in {heading['id']}")
-            field_lines[key] = cursor + 1
-            if key in LIST_FIELDS:
-                fields[key] = _split_list(key, value)
-                current_list = key if not value else None
-                if key == "checks" and value:
-                    check_lines.append(cursor + 1)
+                problems.add(cursor + 1, f"unknown field '{key}'; known fields: {known}")
+            elif key in fields:
+                problems.add(cursor + 1, f"field '{key}' is given twice in {heading['id']}")
             else:
-                fields[key] = value
-                current_list = None
+                field_lines[key] = cursor + 1
+                if key in LIST_FIELDS:
+                    fields[key] = _split_list(key, value)
+                    current_list = key if not value else None
+                    if key == "checks" and value:
+                        check_lines.append(cursor + 1)
+                else:
+                    fields[key] = value
         cursor += 1
     for offset, line in enumerate(lines[cursor:end]):
         misplaced = FIELD.match(line)
         if misplaced and misplaced["key"] in LIST_FIELDS | SCALAR_FIELDS:
-            raise CanonSyntaxError(file, cursor + offset + 1, (
+            problems.add(cursor + offset + 1, (
                 f"'{misplaced['key']}:' stands in {heading['id']}'s text, where it is read as prose and measures nothing; "
                 f"fields go right under the heading '## {heading['id']}: {heading['title']}', with no blank line "
                 "between them and it"))
     body = "\n".join(lines[cursor:end]).strip()
     if not body:
-        raise CanonSyntaxError(file, index + 1, f"{heading['id']} has no text; say what must hold, in prose, below its fields")
-    data = {**fields, "id": heading["id"], "title": heading["title"], "text": body, "area": area,
-            "source": SourceRef(file=file, line=index + 1, check_lines=tuple(check_lines))}
+        problems.add(index + 1, f"{heading['id']} has no text; say what must hold, in prose, below its fields")
+    data = {**fields, "id": heading["id"], "title": heading["title"], "text": body or "-", "area": area,
+            "source": SourceRef(file=problems.file, line=index + 1, check_lines=tuple(check_lines))}
     if "priority" in data:
         try:
             data["priority"] = int(str(data["priority"]))
         except ValueError:
-            raise CanonSyntaxError(file, field_lines["priority"],
-                                   "priority must be a whole number from 1 (most important) to 9") from None
+            problems.add(field_lines["priority"], "priority must be a whole number from 1 (most important) to 9")
+            del data["priority"]
     try:
-        return Requirement.model_validate(data)
+        requirement = Requirement.model_validate(data)
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        key = str(problem["loc"][0]) if problem["loc"] else ""
-        at = field_lines.get(key, index + 1)
-        message = problem["msg"].removeprefix("Value error, ")
-        raise CanonSyntaxError(file, at, f"{heading['id']}: {key}: {message}" if key else message) from None
+        for problem in exc.errors():
+            key = str(problem["loc"][0]) if problem["loc"] else ""
+            at = field_lines.get(key, index + 1)
+            message = problem["msg"].removeprefix("Value error, ")
+            problems.add(at, f"{heading['id']}: {key}: {message}" if key else message)
+        return None
+    return requirement if len(problems.found) == had else None
 
 
 def render_requirement(req: Requirement) -> str:

@@ -9,7 +9,7 @@ import click
 from plan_loop.agent_oracle import PlanAgent, make_agent
 from plan_loop.passes import PassReport, PlanService
 from plan_loop.run import serve_plan
-from shared.boundary import run_cli, workspace_option
+from shared.boundary import program_options, run_cli, startup_line, workspace_option
 from shared.checks.remote import RemoteChecker
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.fix_plan import FixPlan
@@ -24,7 +24,7 @@ def _service(workspace: Path) -> PlanService:
     start_views(ws, "plan")  # before Ray's threads: the thread that makes the checks' views must be the second
     if ws.config.cluster.backend == "ray":  # Ray's driver opens its logs and sockets outside plan's stores: first
         remote = RemoteChecker(ws)
-    click.echo(restrict_self(ws, "plan").banner("plan-loop"), err=True)
+    startup_line(restrict_self(ws, "plan").banner("plan-loop"))
     if remote is not None:
         click.echo(f"plan-loop: checks run as tasks on the Ray cluster at {ws.config.cluster.address}", err=True)
     return PlanService(ws, remote=remote)
@@ -40,6 +40,7 @@ agent_command_option = click.option("--agent-command", default="", metavar="CMD"
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
+@program_options
 def cli() -> None:
     """plan-loop: measures the distance between canon and the code, from scratch, every pass.
 

@@ -55,7 +55,7 @@ def one(rounds: int, p: float, seed: int, max_turns: int) -> RoundsRun:
         made = _cli("banach", "init", str(ws))
         assert made.returncode == 0, made.stdout + made.stderr
         config = ws / "banach.toml"
-        text = config.read_text().replace('agent = "sim"', 'agent = "scripted"')
+        text = config.read_text().replace('agent = "claude"', 'agent = "scripted"')
         text = text.replace("[isolation]\n", f'[isolation]\nread_paths = ["{AGENTS}"]\n', 1)
         text = text.replace("[build]\n", f"[build]\nrounds = {rounds}\nmax_attempts = 4\n", 1)
         config.write_text(text + f'\n[agents.scripted]\npreset = "command"\ncommand = "{sys.executable} '

@@ -3,8 +3,10 @@
     python scripts/dashboard_screenshots.py [--out docs/dashboard]
 
 The example runs with its SIMULATED agent (a scripted stand-in for an LLM; no model is reachable here) for a few
-turns, then one item is blocked by an agent that changes nothing, so the items page has something to unblock; a real
-`banach serve` serves it and Debian's chromium, driven by Playwright, takes the pictures.
+turns, then one item is blocked by an agent that changes nothing, so the overview leads with it and the items page has
+something to unblock; a real `banach serve` serves it and Debian's chromium, driven by Playwright, takes the pictures.
+Then a canon edit with two mistakes is submitted from the editor (canon-refused.png: the refusal above the kept text),
+and the loops run until certified (items-certified.png: what was kept, by whom and when).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
          "--disable-component-update", "--disable-sync"]
 PAGES = {"overview": "/", "items": "/items", "iterations": "/iterations", "iteration": "/iterations/3",
          "canon": "/canon", "spend": "/spend", "journal": "/journal"}
+MISTAKES = "\n## TK-7: a new requirement\npriority: high\ncolour: red\n\nIt says so.\n"  # two problems, named at once
 
 
 def run(*args: str) -> None:
@@ -65,6 +68,21 @@ def main() -> None:
                     page.wait_for_load_state("networkidle")
                     page.screenshot(path=str(args.out / f"{name}.png"), full_page=name in ("overview", "items"))
                     print(f"{args.out / f'{name}.png'}: {path}")
+                page.goto(base + "/")
+                page.screenshot(path=str(args.out / "overview-blocked.png"))  # the first screen, as a person sees it
+                page.goto(base + "/canon?edit=requirements/textkit.md")
+                editor = page.locator("form.editor textarea")
+                editor.fill(editor.input_value() + MISTAKES)
+                page.locator("form.editor button[type=submit]").click()
+                page.wait_for_load_state("networkidle")
+                page.evaluate("document.getElementById('refusal').scrollIntoView()")
+                page.screenshot(path=str(args.out / "canon-refused.png"))
+                run("build-loop", "unblock", "-w", str(ws))
+                run("banach", "run", "-w", str(ws), "--until-certified", "--max-turns", "20")
+                page.goto(base + "/items")
+                page.wait_for_load_state("networkidle")
+                page.screenshot(path=str(args.out / "items-certified.png"), full_page=True)
+                print(f"{args.out}: overview-blocked.png, canon-refused.png, items-certified.png")
                 browser.close()
         finally:
             server.terminate()

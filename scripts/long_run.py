@@ -52,7 +52,7 @@ def main() -> int:
         print(made.stdout + made.stderr, file=sys.stderr)
         return 1
     config = ws / "banach.toml"
-    text = config.read_text().replace('agent = "sim"', 'agent = "scripted"')
+    text = config.read_text().replace('agent = "claude"', 'agent = "scripted"')
     text = text.replace("[isolation]\n", f'[isolation]\nread_paths = ["{AGENTS}"]\n', 1)
     config.write_text(text + f'\n[agents.scripted]\npreset = "command"\ncommand = "{sys.executable} '
                              f'{AGENTS / "every_file.py"}"  # SIMULATED: a scripted stand-in for an LLM\n')

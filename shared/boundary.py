@@ -13,10 +13,16 @@ import click
 
 from shared.errors import BanachError
 
+WORKSPACE_KEY = "banach.workspace"  # in the click context's meta, which every context of one invocation shares
+VERBOSE_KEY = "banach.verbose"
+
 
 def find_workspace() -> str:
-    """$BANACH_WORKSPACE, else the nearest folder from here upwards that holds banach.toml (as git finds its
-    repository), else the current directory."""
+    """-w given before the subcommand (as git -C), else $BANACH_WORKSPACE, else the nearest folder from here upwards
+    that holds banach.toml (as git finds its repository), else the current directory."""
+    context = click.get_current_context(silent=True)
+    if context is not None and context.meta.get(WORKSPACE_KEY):
+        return str(context.meta[WORKSPACE_KEY])
     if os.environ.get("BANACH_WORKSPACE"):
         return os.environ["BANACH_WORKSPACE"]
     here = Path.cwd()
@@ -31,6 +37,37 @@ workspace_option = click.option(
     default=find_workspace, show_default="the nearest folder upwards holding banach.toml",
     help="the Banach workspace (the folder holding banach.toml)",
 )
+
+
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, object], object]:
+    def callback(ctx: click.Context, param: click.Parameter, value: object) -> object:
+        if value:
+            ctx.meta[key] = value
+        return value
+    return callback
+
+
+def program_options(group: Callable[..., object]) -> Callable[..., object]:
+    """The options a program takes before its subcommand: -w (the workspace, for the subcommand) and -v."""
+    group = click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), default=None,
+                         expose_value=False, is_eager=True, callback=_remember(WORKSPACE_KEY),
+                         help="the workspace, for the command after it (as git -C; or give -w after the command)")(group)
+    return click.option("--verbose", "-v", is_flag=True, expose_value=False, callback=_remember(VERBOSE_KEY),
+                        help="also print each loop's isolation banner (what it may write) as it starts")(group)
+
+
+def verbose() -> bool:
+    context = click.get_current_context(silent=True)
+    return bool(context is not None and context.meta.get(VERBOSE_KEY))
+
+
+def startup_line(line: str) -> None:
+    """A loop's start-up line about its isolation: printed once, by the daemon ('run'), with -v, or when it warns;
+    `banach doctor` shows the same for every role."""
+    context = click.get_current_context(silent=True)
+    daemon = context is not None and context.info_name == "run"
+    if daemon or verbose() or "WARNING" in line or "NO run cgroups" in line:
+        click.echo(line, err=True)
 
 
 def _versions() -> str:

@@ -8,7 +8,7 @@ from typing import TextIO
 
 import click
 
-from shared.boundary import run_cli, workspace_option
+from shared.boundary import program_options, run_cli, startup_line, workspace_option
 from shared.isolation.policy import restrict_self
 from shared.workspace import Workspace
 from spec_loop.checks import check_canon
@@ -41,7 +41,7 @@ def drafts_from_arguments(arguments: tuple[str, ...], name: str | None) -> list[
 
 def _service(workspace: Path, reconcile_agent: str = "") -> SpecService:
     ws = Workspace.open(workspace)
-    click.echo(restrict_self(ws, "spec").banner("spec-loop"), err=True)
+    startup_line(restrict_self(ws, "spec").banner("spec-loop"))
     return SpecService(ws, reconcile_agent=reconcile_agent)
 
 
@@ -51,6 +51,7 @@ reconcile_agent_option = click.option("--reconcile-agent", default="", metavar="
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
+@program_options
 def cli() -> None:
     """spec-loop: takes drafts into canon, the falsifiable specification, one version at a time.
 

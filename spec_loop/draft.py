@@ -136,8 +136,8 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
         else:
             try:
                 parsed[draft.target] = parse_document(draft.content, draft.target)
-            except CanonSyntaxError as exc:
-                problems.append(f"{draft.name}:{exc.line}: {exc.reason}")
+            except CanonSyntaxError as exc:  # every problem of the document at once
+                problems.extend(f"{draft.name}:{line}: {reason}" for line, reason in exc.problems)
                 continue
             except CanonError as exc:
                 problems.append(str(exc))

@@ -146,3 +146,56 @@ def test_a_crash_writes_a_report_with_every_version(tmp_path: Path) -> None:
     report = next(tmp_path.glob("crash-banach-*.txt")).read_text()
     for line in ("banach 0.", "python 3.", "git 2.", "kernel Linux", "landlock ABI", "RuntimeError: a bug"):
         assert line in report, report
+
+
+def test_the_workspace_may_come_before_the_subcommand(measured) -> None:  # type: ignore[no-untyped-def]
+    """Issue 43: `banach -w ws status` was refused; git has -C. Every program takes it before its subcommand too."""
+    root = str(measured.root)
+    for program, args in (("banach", ["status", "--json"]), ("build-loop", ["unblock"]), ("spec-loop", ["log"]),
+                          ("banach", ["journal", "show", "plan"])):
+        result = cli(program, "-w", root, *args, cwd=measured.root.parent)
+        assert result.returncode == 0, (program, args, result.stderr)
+    assert json.loads(cli("banach", "-w", root, "status", "--json").stdout)["canon_version"] == 1
+    # after the subcommand, as before; and there it wins
+    assert cli("banach", "-w", "/nowhere", "status", "-w", root).returncode == 0
+
+
+def test_help_lists_commands_by_what_a_person_is_doing() -> None:
+    """Issue 43: help listed 17 commands A to Z."""
+    from shared.app.sections import SECTIONS
+
+    text = cli("banach", "--help").stdout
+    commands = text[text.index("\nStart:\n"):]
+    titles = [line.rstrip(":") for line in commands.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert titles == ["Start", "Watch", "Steer", "Deliver", "Run in production"], titles
+    listed = [line.split()[0] for line in commands.splitlines() if line.startswith("  ") and line.split()]
+    assert listed[:3] == ["init", "demo", "doctor"]
+    assert sorted(listed) == sorted(banach_cli.commands), listed  # each once
+    assert [name for _, names in SECTIONS for name in names] == listed
+
+
+def test_the_isolation_banner_is_shown_by_doctor_and_with_v_only(tmp_path: Path) -> None:
+    """Issue 43: every loop command printed a long isolation banner with the machine's cgroup paths."""
+    ws = example(tmp_path, backend="landlock")
+    quiet = cli("plan-loop", "once", "-w", str(ws.root))
+    assert quiet.returncode == 0 and "isolation" not in quiet.stderr and "cgroup" not in quiet.stderr, quiet.stderr
+    loud = cli("plan-loop", "-v", "once", "-w", str(ws.root))
+    assert "plan-loop: isolation landlock: Landlock ABI" in loud.stderr, loud.stderr
+    doctor = cli("banach", "doctor", "-w", str(ws.root)).stdout
+    assert "spec-loop writes only canon, inbox, state/spec; plan-loop writes only plan, state/plan; build-loop writes " \
+           "only code, state/build" in doctor
+    unenforced = example(tmp_path / "none", backend="none")
+    assert "NOTHING IS ENFORCED" in cli("plan-loop", "once", "-w", str(unenforced.root)).stderr  # a warning, always
+
+
+def test_spec_loop_names_every_problem_of_a_document_at_once(tmp_path: Path) -> None:
+    """Issue 43: the problems of one document came one a try (line 10 first, line 7 only after that fix)."""
+    ws = example(tmp_path)
+    draft = tmp_path / "more.md"
+    draft.write_text("## TK-7: first\npriority: high\n\ntext\n\n## TK-8: second\ncolour: red\n\ntext\n\n## TK-9: third\n"
+                     "paths: ../outside\n\ntext\n")
+    result = cli("spec-loop", "add", str(draft), "-w", str(ws.root))
+    assert result.returncode == 1
+    assert result.stdout.startswith("refused more.md:\n"), result.stdout
+    said = [line for line in result.stdout.splitlines() if line.startswith("  more.md:")]
+    assert [int(line.split(":")[1]) for line in said] == [2, 7, 12], result.stdout

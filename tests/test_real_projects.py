@@ -129,7 +129,7 @@ def test_a_real_project_from_init_to_deliver(tmp_path: Path, name: str) -> None:
     start = git(source, "rev-parse", "HEAD")
     ok(cli("banach", "init", str(ws), "--code", str(source)))
     config = ws / "banach.toml"
-    text = config.read_text().replace('agent = "sim"', 'agent = "scripted"')
+    text = config.read_text().replace('agent = "claude"', 'agent = "scripted"')
     if landlock_abi() < 1:
         text = text.replace('backend = "landlock"', 'backend = "none"')
     config.write_text(text + f'\n[agents.scripted]\npreset = "command"   # SIMULATED: a scripted stand-in for an LLM\n'

@@ -7,12 +7,14 @@ from pathlib import Path
 import click
 
 from shared.app.cli_record import COMMANDS as RECORD_COMMANDS
-from shared.boundary import run_cli, workspace_option
+from shared.app.sections import SectionedGroup
+from shared.boundary import program_options, run_cli, verbose, workspace_option
 from shared.workspace import Workspace
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=SectionedGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="banach", message="%(prog)s (banach) %(version)s")
+@program_options
 def cli() -> None:
     """banach: three loops (spec, plan, build) that converge code on a falsifiable canon, and decide
     "done" by a fresh plan pass, never by the agent's word.
@@ -154,9 +156,11 @@ def up(workspace: Path) -> None:
 
     Example: banach up -w ws && banach ctl -w ws status
     """
+    from build_loop.agent_check import refuse_simulated
     from shared.app import supervisor
 
     ws = Workspace.open(workspace)
+    refuse_simulated(ws)
     for program in supervisor.up(ws, echo=lambda line: click.echo(line, err=True)):
         click.echo(f"{program.role:6} {program.state.lower():8} pid {program.pid}")
     if ws.config.serve.enabled:
@@ -235,9 +239,14 @@ def run_foreground(ctx: click.Context, workspace: Path, until_certified: bool, m
             "banach run needs its stop condition named: --until-certified (exit 0 when plan certifies, 1 when a "
             "budget runs out or nothing can progress; bound it with --max-turns N and --max-cost USD). To keep the "
             "loops running in the background instead, use 'banach up'.")
+    from build_loop.agent_check import refuse_simulated
+
     echo = (lambda line: click.echo(line, err=True)) if as_json else click.echo
-    result = run_until_certified(Workspace.open(workspace), Budgets(max_turns, max_cost), echo=echo,
-                                 echo_err=lambda line: click.echo(line, err=True), agent_command=agent_command)
+    ws = Workspace.open(workspace)
+    refuse_simulated(ws, agent_command)
+    result = run_until_certified(ws, Budgets(max_turns, max_cost), echo=echo,
+                                 echo_err=lambda line: click.echo(line, err=True), agent_command=agent_command,
+                                 verbose=verbose())
     if as_json:
         click.echo(json.dumps({"certified": result.certified, "exit_code": result.exit_code, "reason": result.reason,
                                "turns": result.turns, "cost_usd": result.cost_usd}))

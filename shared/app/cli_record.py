@@ -5,12 +5,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 
 from shared.boundary import workspace_option
-from shared.workspace import Role, Workspace
+from shared.workspace import Workspace
 
 
 @click.command()
@@ -66,7 +66,7 @@ def verify(ctx: click.Context, workspace: Path, receipts: bool) -> None:
 
 @journal.command()
 @workspace_option
-@click.argument("role", type=click.Choice(["spec", "plan", "build"]))
+@click.argument("role", type=click.Choice(["spec", "plan", "build", "dashboard"]))
 @click.option("--kind", "kinds", multiple=True, metavar="KIND",
               help="only rows of this kind, or of its family (iteration: iteration.started, iteration.ended)")
 @click.option("-n", "--last", type=click.IntRange(min=0), default=0, help="only the last N rows (0: all)")
@@ -74,13 +74,14 @@ def verify(ctx: click.Context, workspace: Path, receipts: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="one JSON object a line, with all of each row's data")
 @click.option("-f", "--follow", is_flag=True, help="keep printing rows as the role writes them (like tail -f)")
 def show(workspace: Path, role: str, kinds: tuple[str, ...], last: int, since: int, as_json: bool, follow: bool) -> None:
-    """Read ROLE's journal: one line a row (seq, time, kind, data), filtered.
+    """Read ROLE's journal: one line a row (seq, time, kind, data), filtered. ROLE dashboard is the dashboard's own
+    journal: each unblock, pause, resume, restart, plan pass or canon edit done from its page, with who asked.
 
-    Example: banach journal show build --kind iteration.ended -n 20   (or: banach journal show plan -f)
+    Example: banach journal show build --kind iteration.ended -n 20   (or: banach journal show dashboard)
     """
     from shared.app.journal_read import show as show_rows
 
-    show_rows(Workspace.open(workspace), cast(Role, role), kinds=kinds, last=last, since=since, as_json=as_json,
+    show_rows(Workspace.open(workspace), role, kinds=kinds, last=last, since=since, as_json=as_json,
               follow=follow, echo=click.echo)
 
 

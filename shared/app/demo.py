@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from shared.app import supervisor
+from shared.app.faults import glossary, injected_faults
 from shared.app.init import init_workspace
 from shared.app.status import labelled, status, strength_texts
-from shared.contracts.blocks import UNBLOCK_HINT
+from shared.contracts.blocks import unblock_hint
 from shared.journal import Journal
 from shared.monitor.plot import draw
 from shared.monitor.series import read_history
@@ -67,7 +68,15 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
     draw(history, plot_path, simulated=True, unmeasured=len(info["unmeasured"]), blocked=info["build"]["waiting_for_person"])
     build = info["build"]
     elapsed = time.monotonic() - started
-    lines = [
+    faults = injected_faults(ws)
+    caught = [
+        "",
+        "Injected faults, and what the governor did (each turn also claimed \"SUCCESS: all tests pass\"; no claim "
+        "decided anything):",
+        *(f"  {fault.line()}" for fault in faults),
+        *(["  (none this run: every turn applied the right change)"] if not faults else []),
+    ]
+    lines = [*caught,
         "",
         "Summary (agent: SIMULATED)",
         f"  certified        {'yes' if info['certified'] else 'NO'}: canon v{info['canon_version']} "
@@ -77,16 +86,20 @@ def run_demo(directory: Path | None, seed: int | None, budget: float, echo: Call
         f"  build iterations {build['iterations']} ({build['keeps']} kept, {build['rollbacks']} rolled back, "
         f"{build['stalls']} stalled, {build['scope_fighting']} with out-of-scope edits reverted)",
         f"  rollbacks        {build['rollbacks']}",
-        f"  q                {info['q'] if info['q'] is not None else 'n/a'}",
+        f"  q                {format(info['q'], '.2f') if info['q'] is not None else 'n/a'}",
         f"  diagnosis        {info['diagnosis']}" + (
             f" (but {build['blocked']} item(s) blocked: no turn runs on them until a person unblocks them)"
             if build["blocked"] else ""),
         *(f"  blocked          {line}" for line in build["blocked_items"]),
-        *([f"                   {UNBLOCK_HINT}"] if build["blocked"] else []),
+        *([f"                   {unblock_hint(ws.config.build.max_attempts * ws.config.build.rounds)}"]
+          if build["blocked"] else []),
         f"  unmeasured       {', '.join(info['unmeasured']) or 'none'}",
         f"  plot             {plot_path}",
         f"  journals         {ws.role_dir('spec').parent}/<role>/journal.db (verify: banach journal verify -w {ws.root})",
         f"  time             {elapsed:.1f}s",
+        "",
+        "What the words mean:",
+        *(f"  {line}" for line in glossary(info["canon_version"], info["code_commit"] or "", info["unmeasured"])),
     ]
     return DemoResult(ws.root, bool(info["certified"]) and certified, "\n".join(lines))
 

@@ -60,7 +60,13 @@ def examine(ws: Workspace | None) -> list[Finding]:
         findings.append(Finding(False, "isolation backend 'none': nothing is enforced",
                                 "set isolation.backend = 'landlock' (or 'users') in banach.toml"))
     elif backend == "landlock":
-        findings.append(Finding(abi >= 1, "isolation backend 'landlock'" + ("" if abi else ": the kernel cannot enforce it"),
+        from shared.isolation.policy import writable_paths
+
+        table = "; ".join(f"{role}-loop writes only {', '.join(ws.relative(p) for p in writable_paths(ws, role))}"
+                          for role in ("spec", "plan", "build"))
+        findings.append(Finding(abi >= 1, "isolation backend 'landlock'" + (
+            f": {table}; none reads another role's key or the supervisor's credentials (banach -v shows each loop's "
+            "start-up banner)" if abi else ": the kernel cannot enforce it"),
                                 "" if abi else "switch to isolation.backend = 'users' and run 'sudo banach setup-users'"))
     else:
         from shared.isolation.users import status as users_status
@@ -133,6 +139,7 @@ def _gateway_findings(ws: Workspace) -> list[Finding]:
     from shared.provider_keys import key_file
 
     findings = []
+    used = {ws.config.agents[rung].provider for rung in ws.config.build.rungs if rung in ws.config.agents}
     for name, provider in sorted(ws.config.gateway.providers.items()):
         stored = key_file(ws, name).exists()
         exported = bool(provider.key_env and os.environ.get(provider.key_env))
@@ -144,6 +151,9 @@ def _gateway_findings(ws: Workspace) -> list[Finding]:
         elif stored or provider.auth == "none":
             findings.append(Finding(True, f"gateway provider {name}: " + (
                 f"key in {ws.relative(key_file(ws, name))}" if stored else "no key needed (auth none)")))
+        elif name not in used:  # configured for a rung not in use (banach init writes one): not a problem yet
+            findings.append(Finding(True, f"gateway provider {name}: no key, and no rung of build.agent or build.ladder "
+                                    f"uses it now (build-loop key set {name} stores one when a rung does)"))
         else:
             findings.append(Finding(False, f"gateway provider {name}: no key", f"run 'build-loop key set {name} -w "
                                     f"{ws.root}' (reads it from stdin)" + (f", or export ${provider.key_env} for a "

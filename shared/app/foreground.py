@@ -59,15 +59,17 @@ class RunResult:
 class Stop(Exception):
     """The run ends here, not certified; the message is the one line a person reads."""
 
-    def __init__(self, reason: str, exit_code: int = 1) -> None:
+    def __init__(self, reason: str, exit_code: int = 1, *, for_a_person: bool = False) -> None:
         super().__init__(reason)
         self.reason, self.exit_code = reason, exit_code
+        self.for_a_person = for_a_person  # only a person can clear it: the last line leads with what waits for one
 
 
 class Foreground:
     def __init__(self, ws: Workspace, budgets: Budgets, *, echo: Callable[[str], None],
-                 echo_err: Callable[[str], None], stopper: Stopper, agent_command: str = "") -> None:
+                 echo_err: Callable[[str], None], stopper: Stopper, agent_command: str = "", verbose: bool = False) -> None:
         self.ws = ws
+        self.verbose = verbose  # -v: the loops print their isolation banners (once each: _banner)
         self.budgets = budgets
         self.echo, self.echo_err = echo, echo_err
         self.stopper = stopper
@@ -99,10 +101,21 @@ class Foreground:
                                + (plan.get("export_error") or "its certifying pass was not fresh").splitlines()[0])
                 turns, last = self._build_until_idle()
                 if turns == 0 and not self.spent and CanonStore(self.ws.canon).version() == plan["canon_version"]:
-                    raise Stop(self._no_progress(last))
+                    raise Stop(self._no_progress(last), for_a_person=bool(last.get("blocked")))
         except Stop as stop:
-            self.echo(f"run: NOT CERTIFIED: {stop.reason}")
-            return RunResult(False, stop.exit_code, stop.reason, self.turns, self.cost)
+            waiting = self._waiting() if stop.for_a_person else ""
+            if waiting:  # the why of the stop, then what a person does about it, last
+                self.echo(f"run: {stop.reason}")
+            reason = waiting or stop.reason
+            self.echo(f"run: NOT CERTIFIED: {reason}")
+            return RunResult(False, stop.exit_code, reason, self.turns, self.cost)
+
+    def _waiting(self) -> str:
+        """What waits for a person now, as `banach status` leads with it (read-only, in this process)."""
+        from shared.app.needs import last_line
+        from shared.app.status import status
+
+        return last_line([need for need in status(self.ws)["needs"] if need["kind"] != "unmeasured"])
 
     def _certified(self, plan: dict[str, Any]) -> RunResult:
         reason = (f"CERTIFIED: plan pass {plan['pass']} found nothing open at canon v{plan['canon_version']} x code "
@@ -129,7 +142,7 @@ class Foreground:
                 self.echo(f"spec: {line}")
             raise Stop(f"spec-loop refused the inbox's change (canon did not move): fix what "
                        f"{self.ws.relative(self.ws.inbox / 'rejected')}/*.error names, put the files back into "
-                       f"{self.ws.relative(self.ws.inbox)}/ together, and run again")
+                       f"{self.ws.relative(self.ws.inbox)}/ together, and run again", for_a_person=True)
         raise Stop(_failed("spec-loop once", outcome))
 
     def _plan(self) -> dict[str, Any]:
@@ -167,7 +180,8 @@ class Foreground:
             self.echo(self._build_line(answer, counted=decision not in NOT_A_TURN))
             if decision == "paused":
                 why = _first_line(answer["reason"]).removeprefix("build paused: ").rstrip(".")
-                raise Stop(f"build is paused: {why}; banach status -w {self.ws.root} shows it; run again once it is fixed")
+                raise Stop(f"build is paused: {why}; banach status -w {self.ws.root} shows it; run again once it is fixed",
+                           for_a_person=True)
             if decision == "budget_exhausted":
                 raise Stop(f"{_first_line(answer['reason']).removeprefix('build-loop: ')} (the gateway's run budget in "
                            f"{self.ws.relative(self.ws.config_file)}); {self._residual()}")
@@ -215,7 +229,7 @@ class Foreground:
         if blocked:
             for block in blocked:
                 self.echo(f"build: {block['explanation']}")
-            names = ", ".join(block["item"] for block in blocked)
+            names = ", ".join(block.get("requirement") or block["item"] for block in blocked)
             return (f"nothing can progress: {len(blocked)} item(s) blocked ({names}); {self._residual()}; "
                     f"{last.get('unblock_hint') or 'unblock them once the cause is fixed'} (-w {self.ws.root}), "
                     "then run again")
@@ -233,7 +247,8 @@ class Foreground:
     def _step(self, program: str, *args: str) -> Outcome:
         if self.stopper.stopping:
             raise self._interrupted(f"before {program} {args[0]}")
-        argv = (sys.executable, "-I", "-m", MODULES[program], *args, "--workspace", str(self.ws.root))
+        argv = (sys.executable, "-I", "-m", MODULES[program], *(["-v"] if self.verbose else []), *args,
+                "--workspace", str(self.ws.root))
         outcome = run(Request(argv, cwd=self.ws.root, env=dict(os.environ), timeout=STEP_TIMEOUT, grace=STOP_GRACE),
                       cancel=self.stopper.event)
         self._banner(program, outcome.stderr)
@@ -275,6 +290,7 @@ def _failed(what: str, outcome: Outcome) -> str:
 
 
 def run_until_certified(ws: Workspace, budgets: Budgets, *, echo: Callable[[str], None],
-                        echo_err: Callable[[str], None], agent_command: str = "") -> RunResult:
+                        echo_err: Callable[[str], None], agent_command: str = "", verbose: bool = False) -> RunResult:
     stopper = Stopper().install()
-    return Foreground(ws, budgets, echo=echo, echo_err=echo_err, stopper=stopper, agent_command=agent_command).run()
+    return Foreground(ws, budgets, echo=echo, echo_err=echo_err, stopper=stopper, agent_command=agent_command,
+                      verbose=verbose).run()

@@ -12,17 +12,19 @@ from shared.git import GitRepo
 from shared.journal import load_or_create_key
 from shared.workspace import ROLES, Workspace
 
-EMPTY_CONFIG = """# Banach workspace. Every key is documented in the README ('Configuration').
+TEST_FOLDERS = ("tests", "test")  # where a project's own tests live, for the sensor banach.toml starts with
 
-[isolation]
-backend = "landlock"   # landlock | users | none
 
-[build]
-agent = "sim"          # a preset below; replace with a real agent, e.g. [agents.claude] preset = "claude"
+def starting_config(code: Path | None) -> str:
+    """banach.toml for a new workspace: a real agent through the gateway, a program of your own, and the project's own
+    tests as a sensor when the code has a test folder; every key commented."""
+    import jinja2
 
-[agents.sim]
-preset = "sim"         # SIMULATED agent: a scripted stand-in for an LLM (it only knows the bundled example)
-"""
+    tests = next((name for name in TEST_FOLDERS if code is not None and (code / name).is_dir()), "")
+    loader = jinja2.FileSystemLoader(str(Path(__file__).parent / "templates"))
+    template = jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False).get_template(
+        "banach.toml.j2")
+    return template.render(tests=tests)
 
 
 def example_root() -> Path:
@@ -60,9 +62,9 @@ def init_workspace(root: Path, *, example: bool, code_source: str = "") -> Works
             _copy_tree(example_root(), staging)
         else:
             staging.mkdir()
-            (staging / CONFIG_NAME).write_text(EMPTY_CONFIG)
             if code_source:
                 _clone_code(code_source, staging / "code")
+            (staging / CONFIG_NAME).write_text(starting_config(staging / "code" if code_source else None))
         for item in staging.iterdir():
             item.rename(root / item.name)
         staging.rmdir()
@@ -86,7 +88,9 @@ def next_steps(ws: Workspace, *, example: bool) -> str:
         "next:",
         f"  spec-loop edit requirements/main.md {w}   write requirements ($EDITOR; validated before they land)",
         f"  spec-loop add REQ.md TEST.py {w}   or a requirement with the conformance tests it names, in one version",
-        f"  $EDITOR {ws.config_file}   pick the agent preset (build.agent), sensors and budgets",
+        f"  $EDITOR {ws.config_file}   pick the agent (build.agent: claude through the gateway, or a program of "
+        "your own), sensors and budgets",
+        f"  build-loop key set anthropic {w} < KEYFILE   the provider's key, for claude (kept where no agent reads it)",
         f"  banach doctor {w}   check the machine and the agent",
         f"  banach up {w}   start spec, plan and build; banach status {w} shows where they stand",
         f"  banach run --until-certified {w}   or run them in the foreground until certified (for CI)",

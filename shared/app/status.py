@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from canon.model import Canon
 from canon.store import CanonStore
+from shared.app import needs as person
 from shared.app import supervisor
 from shared.contracts import current_turn
 from shared.contracts import fix_plan as fix_plan_file
-from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain, has_rounds_left
+from shared.contracts.blocks import current_blocks, explain, has_rounds_left
 from shared.contracts.flakes import flaky_checks
 from shared.environment import describe_cached
 from shared.errors import BanachError
@@ -23,7 +25,7 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts: dict[str, Any] = {"paused": "", "iterations": 0, "keeps": 0, "rollbacks": 0, "stalls": 0, "interrupted": 0,
               "ladder_climbs": 0, "blocked": 0, "scope_fighting": 0, "last_agent": "", "agent_failed": 0, "last_failure": None,
               "rate_limited": 0, "model": {"calls": 0, "tokens": 0, "cost_usd": 0.0, "priced": True},
-              "run": None, "blocked_items": [], "blocked_ids": [], "waiting_for_person": []}
+              "run": None, "blocked_items": [], "blocked_ids": [], "waiting_for_person": [], "blocks": {}}
     journal = Journal.reader(ws.journal_path("build"))
     if journal is None:
         return counts
@@ -72,6 +74,7 @@ def build_counts(ws: Workspace, canon_version: int) -> dict[str, Any]:
     counts["blocked"] = len(blocks)
     counts["blocked_items"] = [explain(item, block) for item, block in sorted(blocks.items())]
     counts["blocked_ids"] = sorted(blocks)
+    counts["blocks"] = blocks
     counts["waiting_for_person"] = sorted(item for item, block in blocks.items() if not has_rounds_left(block))
     return counts
 
@@ -115,7 +118,11 @@ def status(ws: Workspace) -> dict[str, Any]:
     processes = {p.role: {"state": p.state, "pid": p.pid} for p in supervisor.states(ws)}
     turns = current_turn.read_all(ws.role_dir("build"))
     now = next((turn for turn in turns if turn.lane is None), None)
+    canon = canon_store.load() if canon_store.head() else None
+    build = build_counts(ws, canon_version)
+    unmeasured = list(plan.unmeasured) if plan and plan.canon_version == canon_version else []
     return {
+        "needs": [need.as_json() for need in person.waiting(ws, canon, build["blocks"], build["paused"], unmeasured)],
         "workspace": str(ws.root),
         "canon_version": canon_version,
         "canon_hand_edits": canon_store.dirty(),  # set aside by spec-loop at its next change
@@ -128,7 +135,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "diagnosis": diagnosis.label,
         "monitor": diagnosis.as_json(),
         "unmeasured": list(plan.unmeasured) if plan else [],
-        "evidence": _evidence(plan, canon_store),
+        "evidence": _evidence(plan, canon),
         "flaky": flaky_checks(ws.journal_path("build"), canon_version),
         "fix_plan": None if plan is None else {
             "pass": _pass_number(ws, plan), "pass_seq": plan.pass_seq, "created": plan.created,
@@ -140,7 +147,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         },
         "fix_plan_error": plan_error,
         "plan_passes": len(history.passes),
-        "build": build_counts(ws, canon_version),
+        "build": build,
         "now": now.as_json() if now is not None else None,  # the agent turn running now, or a stale record of one
         "workers": ws.config.build.workers,
         "lanes": [turn.as_json() for turn in turns if turn.lane is not None],  # with workers: each lane's turn
@@ -224,7 +231,7 @@ def labelled(label: str, texts: list[str], width: int) -> list[str]:
 
 
 def render(info: dict[str, Any]) -> str:
-    lines = [
+    lines = [*person.render(info.get("needs", [])),
         f"workspace   {info['workspace']}",
         f"canon       v{info['canon_version']}" + (
             f"  HAND EDITS in {', '.join(info['canon_hand_edits'])}: canon is written only through spec-loop, which "
@@ -275,8 +282,6 @@ def render(info: dict[str, Any]) -> str:
                      f"as a turn does; build-loop report {failure['n']} --output shows all it printed)")
     for line in b.get("blocked_items", []):
         lines.append(f"BLOCKED     {line}")
-    if b.get("blocked_items"):
-        lines.append(f"            {UNBLOCK_HINT}")
     if b["paused"]:
         lines.append(f"PAUSED      {b['paused']}")
     iso = info["isolation"]
@@ -289,7 +294,7 @@ def render(info: dict[str, Any]) -> str:
                                                 "beyond pytest)"]:
         lines.append(f"environment {environment}")
     if info["processes"]:
-        lines.append("processes   " + ", ".join(f"{role} {p['state'].lower()} (pid {p['pid']})"
+        lines.append("processes   " + ", ".join(f"{role} {p['state'].lower()}" + (f" (pid {p['pid']})" if p["pid"] else "")
                                                 for role, p in info["processes"].items()))
     else:
         lines.append("processes   supervisor not running (start with 'banach up')")
@@ -298,10 +303,9 @@ def render(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _evidence(plan: fix_plan_file.FixPlan | None, canon_store: CanonStore) -> dict[str, Any]:
+def _evidence(plan: fix_plan_file.FixPlan | None, canon: Canon | None) -> dict[str, Any]:
     """Which requirements fail by visible checks and which by held-back tests alone, in the last fix_plan."""
     items = plan.items if plan else ()
-    canon = canon_store.load() if canon_store.head() else None
     return {
         "visible_failing": sorted({rid for item in items for rid in item.requirements
                                    if any(e.check != fix_plan_file.HELD_BACK_EVIDENCE for e in item.evidence)}),

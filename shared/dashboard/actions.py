@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.app import supervisor
+from shared.app.journal_read import journal_file
 from shared.journal import Journal
 from shared.workspace import LOOP_ROLES, Workspace
 
@@ -27,7 +28,7 @@ class Result:
 
 
 def journal_path(ws: Workspace) -> Path:
-    return ws.state / "serve" / "journal.db"
+    return journal_file(ws, "dashboard")  # `banach journal show dashboard` reads it
 
 
 def _run(ws: Workspace, role: str, *args: str, operands: tuple[str, ...] = (), stdin: str | None = None) -> Result:

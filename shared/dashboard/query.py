@@ -17,9 +17,10 @@ from canon.store import CanonStore
 from shared import iteration_report as report
 from shared.app.status import status
 from shared.app.verify import verify_all
-from shared.contracts import current_turn
+from shared.contracts import cause, current_turn
 from shared.contracts import fix_plan as fix_plan_file
-from shared.contracts.blocks import current_blocks, explain, has_rounds_left
+from shared.contracts.blocks import cause_of, current_blocks, explain, has_rounds_left, requirement_of
+from shared.dashboard import record
 from shared.errors import BanachError
 from shared.journal import Journal, canonical, head, row_hash, sign
 from shared.workspace import ROLES, Workspace
@@ -54,7 +55,7 @@ def items(ws: Workspace) -> dict[str, Any]:
     since the plan was written, or blocked with the evidence that beat it."""
     plan = _plan(ws)
     if plan is None:
-        return {"plan": None, "items": []}
+        return {"plan": None, "items": [], "kept": record.kept(ws)}
     turns = {turn.item: turn for turn in current_turn.read_all(ws.role_dir("build")) if not turn.stale}
     blocks: dict[str, dict[str, Any]] = {}
     kept: set[str] = set()
@@ -87,8 +88,11 @@ def items(ws: Workspace) -> dict[str, Any]:
             state = "ready"
         shown.append({"item": item, "state": state, "waiting_on": waiting,
                       "turn": None if turn is None else {**turn.as_json(), **spent[turn.n]},
-                      "block": block, "explanation": explain(item.id, block) if block else ""})
-    return {"plan": plan, "items": shown}
+                      "block": block, "explanation": explain(item.id, block) if block else "",
+                      "cause": cause_of(block) if block else "", "requirement": requirement_of(item.id),
+                      "evidence": [{"check": ev.check, "cause": cause.from_output(ev.excerpt), "excerpt": ev.excerpt}
+                                   for ev in item.evidence]})
+    return {"plan": plan, "items": shown, "kept": record.kept(ws)}
 
 
 def call_tokens(call: dict[str, Any]) -> int:
@@ -277,6 +281,7 @@ def spend(ws: Workspace) -> dict[str, Any]:
 
 
 def journals(ws: Workspace, serve_journal: Path) -> dict[str, Any]:
+    """`banach journal verify --receipts`, the dashboard's own chain, and what people did from the dashboard."""
     ok, lines = verify_all(ws, receipts=True)
     own = Journal.reader(serve_journal)
     if own is not None:
@@ -285,7 +290,7 @@ def journals(ws: Workspace, serve_journal: Path) -> dict[str, Any]:
         lines.append(f"dashboard: {verdict.rows} rows, " + ("chain intact" if verdict.ok else
                                                           f"row {verdict.first_bad}: {verdict.reason}"))
         ok = ok and verdict.ok
-    return {"ok": ok, "lines": lines}
+    return {"ok": ok, "lines": lines, "actions": record.actions(serve_journal)}
 
 
 def plot_svg(ws: Workspace, info: dict[str, Any]) -> bytes:

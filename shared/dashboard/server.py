@@ -140,7 +140,7 @@ async def iteration(request: web.Request) -> web.Response:
 
 async def canon(request: web.Request) -> web.Response:
     return _page(request, "canon.html.j2", canon=await _blocking(query.canon, request.app[WS_KEY]),
-                 edit=request.query.get("edit", ""))
+                 edit=request.query.get("edit", ""), refused=None)
 
 
 async def spend(request: web.Request) -> web.Response:
@@ -203,6 +203,9 @@ async def act(request: web.Request) -> web.StreamResponse:
     result = await _blocking(runs[action])
     who = {"remote": request.remote, "user_agent": request.headers.get("User-Agent", "")[:200], "via": "dashboard"}
     await _blocking(actions.record, ws, action, target, who, result)
+    if action == "save" and not result.ok:  # the editor again, holding what was typed, with the refusal above it
+        refused = {"message": result.message, "text": str(form.get("text", "")).replace("\r\n", "\n")}
+        return _page(request, "canon.html.j2", canon=await _blocking(query.canon, ws), edit=target, refused=refused)
     back = str(form.get("back", "/"))
     back = back if back.startswith("/") and not back.startswith("//") else "/"  # a page of this dashboard only
     context = {"action": action, "target": target, "result": result, "back": back}

@@ -31,7 +31,9 @@ EVENT_STYLE = {  # kind: (marker, colour, legend label); a turn's decision, or s
     "flaky": ("h", "#e377c2", "a check flipped on one tree (flaky, left out)"),
     "interrupted": ("d", "#7f7f7f", "interrupted"),
     "agent_failed": ("s", "#ff7f0e", "agent failed to run"),
+    "person": ("*", "#e6a700", "a person acted (what, above it)"),
 }
+TURN_KINDS = ("keep", "rollback", "stall", "agent_failed", "interrupted")  # a turn an agent took: what the strip counts
 REVERTED_STYLE = ("o", "#d62728", "edits outside scope reverted")  # a ring around that turn's own mark
 DATA_TOP = 0.82  # the highest residual sits this far up the axes; above it is room for the canon-version labels
 DATA_BOTTOM = 0.07  # and the zero row this far up, so the certificate stars are whole
@@ -53,6 +55,7 @@ class Mark:
     x: float
     residual: int
     kind: str
+    ts: float = 0.0  # the journal row's time: which item (History.items) or person's act (History.person) it is
 
 
 def residual_ticks(highest: int, top: float) -> list[int]:
@@ -99,8 +102,8 @@ def place_events(passes: Sequence[PlanPass], events: Sequence[tuple[float, str]]
         for index, (ts, kind) in enumerate(slots):
             x = before + 0.15 + 0.7 * (index + 0.5) / len(slots)
             x_of.setdefault(ts, x)
-            marks.append(Mark(x, residual, kind))
-        marks += [Mark(x_of[ts], residual, "reverted") for ts, kind in in_gap if kind == "reverted" and ts in turn_times]
+            marks.append(Mark(x, residual, kind, ts))
+        marks += [Mark(x_of[ts], residual, "reverted", ts) for ts, kind in in_gap if kind == "reverted" and ts in turn_times]
     return marks
 
 
@@ -185,10 +188,10 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
     fig = Figure(figsize=(9, 7.6 if lanes else 5.8), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     if lanes:
-        ax, lanes_ax = fig.subplots(2, 1, height_ratios=(3, 1.25))
+        ax, strip, lanes_ax = fig.subplots(3, 1, height_ratios=(3, 0.8, 1.25))
         draw_lanes(lanes_ax, lanes)
     else:
-        ax = fig.subplots()
+        ax, strip = fig.subplots(2, 1, height_ratios=(3, 0.8))
     ax.set_gid("residual-axes")
     ax.set_yscale("function", functions=(_to_axis, _from_axis))
     start = 1
@@ -219,7 +222,7 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
     if cert_x:
         ax.plot(cert_x, [0] * len(cert_x), "*", color="#2ca02c", ms=16, gid="certificate",
                 label="certificate (fresh pass found nothing)")
-    marks = place_events(passes, history.events)
+    marks = place_events(passes, [*history.events, *((ts, "person") for ts, _ in history.person)])
     size = 8.0 if len(passes) <= 30 else max(3.5, 8.0 * 30 / len(passes))  # a long run's marks must not hide its line
     for kind, (marker, color, label) in EVENT_STYLE.items():
         of_kind = [m for m in marks if m.kind == kind]
@@ -228,6 +231,7 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
             ax.plot([m.x for m in of_kind], [m.residual for m in of_kind], marker, color=color,
                     ms=10 if stands_out else size, mew=2.2 if kind == "blocked" else 1.0, ls="none",
                     alpha=0.95 if stands_out else 0.75, zorder=4 if stands_out else 2, label=label, gid=f"event:{kind}")
+    _label_marks(ax, marks, history)
     reverted = [m for m in marks if m.kind == "reverted"]
     if reverted:
         marker, color, label = REVERTED_STYLE
@@ -245,7 +249,7 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
         more_handles, more_labels = ax2.get_legend_handles_labels()
         handles, labels = handles + more_handles, labels + more_labels
     ax.set_xlabel("plan pass")
-    ax.set_ylabel("residual: open fix_plan items (log(n + 0.5) scale, as fitted)")
+    ax.set_ylabel("residual: open items (log(n + 0.5), as fitted)", fontsize=9)
     highest = max([p.residual for p in passes] + [1])
     low, high = float(_to_axis(0)), float(_to_axis(highest))
     span = (high - low) / (DATA_TOP - DATA_BOTTOM)
@@ -257,6 +261,7 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
     right = max([max(len(passes), 1) + 0.5] + [m.x + max(0.35, 0.025 * len(passes)) for m in marks])
     ax.set_xlim(0.5, right)
     ax.set_xticks(pass_ticks(len(passes)))
+    draw_turns(strip, passes, history.events, (0.5, right))
     notes = []
     if blocked:  # no pass will go lower until a person acts: an estimate of passes left would mislead
         shown = ", ".join(blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
@@ -278,6 +283,71 @@ def figure(history: History, *, simulated: bool = False, unmeasured: int = 0,
     _legend_below(fig, handles, labels)
     _place_canon_labels(fig, ax, canon_labels)
     return fig, diagnosis
+
+
+LABELS_SHOWN = 24  # item labels past this many would hide the marks: then only blocks, rounds and a person's acts
+
+
+def _label_marks(ax: Axes, marks: Sequence[Mark], history: History) -> None:
+    """Which requirement each run of marks is about (once per run of one item's turns in a gap), and what a person did
+    at each of their marks."""
+    item_at = dict(history.items)
+    said = dict(history.person)
+    labels: list[tuple[Mark, str, str]] = []
+    last: tuple[int, str] | None = None
+    for mark in sorted((m for m in marks if m.kind != "reverted"), key=lambda m: m.x):
+        if mark.kind == "person":
+            labels.append((mark, said.get(mark.ts, "a person"), "person-label"))
+            last = None
+            continue
+        item = item_at.get(mark.ts, "")
+        run = (int(mark.x), item)
+        if item and run != last:
+            labels.append((mark, item, "item-label"))
+        last = run
+    items = [label for label in labels if label[2] == "item-label"]
+    if len(items) > LABELS_SHOWN:
+        labels = [label for label in labels if label[2] == "person-label" or label[0].kind in ("blocked", "round")]
+    for mark, text, gid in labels:
+        ax.annotate(text, xy=(mark.x, mark.residual), xytext=(0, 9 if gid == "item-label" else 12),
+                    textcoords="offset points", ha="center", va="bottom", fontsize=6.5 if gid == "item-label" else 7.5,
+                    color="#444" if gid == "item-label" else "#8a6100", rotation=0 if gid == "item-label" else 30,
+                    gid=gid, annotation_clip=True)
+
+
+def draw_turns(ax: Axes, passes: Sequence[PlanPass], events: Sequence[tuple[float, str]], xlim: tuple[float, float]) -> None:
+    """Under the residual, the turns build took between two plan passes (after the last: since it), stacked by what
+    came of them: a tall bar is turns burning, an empty gap marked 'idle' is nobody working."""
+    ax.set_gid("turns-axes")
+    times = [p.ts for p in passes]
+    counts: dict[int, dict[str, int]] = {}
+    for ts, kind in events:
+        if kind in TURN_KINDS:
+            gap = bisect.bisect_left(times, ts)
+            if gap:
+                counts.setdefault(gap, {}).setdefault(kind, 0)
+                counts[gap][kind] += 1
+    highest = max((sum(found.values()) for found in counts.values()), default=0)
+    for gap in range(1, len(passes) + 1):
+        found = counts.get(gap, {})
+        bottom = 0
+        for kind in TURN_KINDS:
+            if found.get(kind):
+                ax.bar(gap + 0.5, found[kind], bottom=bottom, width=0.6, color=EVENT_STYLE[kind][1], gid=f"turns:{kind}")
+                bottom += found[kind]
+        if bottom:
+            ax.text(gap + 0.5, bottom, str(bottom), ha="center", va="bottom", fontsize=7, gid="turns-count")
+        elif gap < len(passes):  # after the last pass nothing has happened yet, which is not idling
+            ax.text(gap + 0.5, 0, "idle", ha="center", va="bottom", fontsize=7, color="#999", gid="turns-idle")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(0, max(highest, 1) * 1.35)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=3))
+    ax.set_xticks(pass_ticks(len(passes)))
+    ax.set_ylabel("turns", fontsize=8)
+    ax.set_xlabel("build's turns between plan passes (kept green, rolled back red, stalled grey; 'idle': none)",
+                  fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.spines[["top", "right"]].set_visible(False)
 
 
 LANE_COLOURS = {"keep": "#2ca02c", "rollback": "#d62728", "stall": "#7f7f7f"}

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shared.contracts.blocks import requirement_of
 from shared.errors import BanachError
 from shared.journal import Journal
 from shared.monitor.fit import Diagnosis, diagnose
@@ -47,6 +48,10 @@ class History:
     # that turn's out-of-scope edits were reverted, climb, blocked, canon
     events: tuple[tuple[float, str], ...] = field(default=())
     lanes: tuple[LaneTurn, ...] = ()  # the latest run's, when it had parallel workers
+    # (ts, requirement): which requirement each turn, block, round and climb at that time was about
+    items: tuple[tuple[float, str], ...] = ()
+    # (ts, what): what a person did: an unblock, a resume, a pause, a restart or a plan pass asked from the dashboard
+    person: tuple[tuple[float, str], ...] = ()
 
     def current_segment(self) -> list[PlanPass]:
         if not self.passes:
@@ -89,11 +94,15 @@ def read_history(ws: Workspace) -> History:
             certificates = [{"seq": row.seq, "ts": row.ts, **row.data} for row in plan.rows("certificate")]
     events: list[tuple[float, str]] = []
     lanes: list[LaneTurn] = []
+    items: list[tuple[float, str]] = []
+    person: list[tuple[float, str]] = []
     build = Journal.reader(ws.journal_path("build"))
     if build is not None:
         with build:
             lanes = _lane_turns(build)
             for row in build.rows("iteration.ended"):
+                if row.data.get("decision") != "already_green":
+                    items.append((row.ts, requirement_of(str(row.data.get("item", "")))))
                 decision = row.data.get("decision", "")
                 if decision in ("rollback", "keep", "stall", "interrupted", "agent_failed"):
                     events.append((row.ts, decision))
@@ -101,14 +110,33 @@ def read_history(ws: Workspace) -> History:
                     events.append((row.ts, "flaky"))
                 if row.data.get("reverted") or row.data.get("hostile"):  # the fence's scope.fighting, on this turn
                     events.append((row.ts, "reverted"))
-            events += [(row.ts, "climb") for row in build.rows("ladder.climb")]
-            events += [(row.ts, "blocked") for row in build.rows("item.blocked")]
-            events += [(row.ts, "round") for row in build.rows("item.round")]
+            for kind, mark in (("ladder.climb", "climb"), ("item.blocked", "blocked"), ("item.round", "round")):
+                for row in build.rows(kind):
+                    events.append((row.ts, mark))
+                    items.append((row.ts, requirement_of(str(row.data.get("item", "")))))
+            person += [(row.ts, f"unblock {requirement_of(str(row.data.get('item', '')))}")
+                       for row in build.rows("item.unblocked")]
+            person += [(row.ts, "resume build") for row in build.rows("build.resumed")]
+    person += _dashboard_actions(ws)
     spec = Journal.reader(ws.journal_path("spec"))
     if spec is not None:
         with spec:
             events += [(row.ts, "canon") for row in spec.rows("draft.accepted")]
-    return History(tuple(passes), tuple(certificates), tuple(sorted(events)), tuple(lanes))
+    return History(tuple(passes), tuple(certificates), tuple(sorted(events)), tuple(lanes), tuple(sorted(items)),
+                   tuple(sorted(person)))
+
+
+def _dashboard_actions(ws: Workspace) -> list[tuple[float, str]]:
+    """What a person did from the dashboard that no loop's journal records as theirs (an unblock or a resume from the
+    page is build's row already): pausing or restarting a loop, asking for a plan pass."""
+    journal = Journal.reader(ws.state / "serve" / "journal.db")
+    if journal is None:
+        return []
+    with journal:
+        rows = journal.rows("dashboard.action")
+    words = {"pause": "pause build", "restart": "restart {target}", "plan-pass": "plan pass asked"}
+    return [(row.ts, words[row.data["action"]].format(target=row.data.get("target") or ""))
+            for row in rows if row.data.get("ok") and row.data.get("action") in words]
 
 
 def _lane_turns(build: Journal) -> list[LaneTurn]:

@@ -89,7 +89,7 @@ def test_an_agent_that_fails_on_one_item_only_blocks_that_item_not_build(measure
 
 def test_doctor_runs_the_agent_and_refuses_sim_on_a_real_repository(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ws = custom(tmp_path, CANON, "good.py")
-    text = ws.config_file.read_text().replace('agent = "scripted"', 'agent = "sim"')
+    text = ws.config_file.read_text().replace('agent = "scripted"', 'agent = "sim"') + '\n[agents.sim]\npreset = "sim"\n'
     ws.config_file.write_text(text)
     shown = cli("banach", "doctor", "--workspace", str(ws.root))
     assert shown.returncode == 1

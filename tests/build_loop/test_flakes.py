@@ -47,7 +47,7 @@ def test_passes_one_run_in_three():
 def workspace(tmp: Path, tests: str, reruns: int) -> tuple[Workspace, Path]:
     ws = init_workspace(tmp / "ws", example=False)
     text = ws.config_file.read_text().replace('backend = "landlock"', 'backend = "none"')
-    text = agents_readable(text.replace('agent = "sim"', 'agent = "scripted"'))
+    text = agents_readable(text.replace('agent = "claude"', 'agent = "scripted"'))
     text = text.replace("[build]\n", f"[build]\nflake_reruns = {reruns}\n", 1)
     ws.config_file.write_text(text + f'\n[agents.scripted]\npreset = "command"\ncommand = "{agent("every_file.py")}"\n')
     counter = tmp / "counter"

@@ -32,6 +32,9 @@ def test_blocked_items_are_named_with_their_evidence_and_what_to_do(measured: Wo
     failed = once(measured, "--agent-command", agent("no_change.py"))
     assert failed["decision"] == "stall" and failed["commit"] is None
     assert [block["item"] for block in failed["blocked"]] == [failed["item"]]  # one attempt was its whole budget
-    assert failed["blocked"][0]["explanation"].startswith(f"{failed['item']}: blocked after 1 attempts (round 1 of 3")
-    assert "see build-loop report 1" in failed["blocked"][0]["explanation"]
+    assert failed["blocked"][0]["explanation"].startswith(f"TK-1 (item {failed['item']}): blocked after 1 turn in 1 round "
+                                                          "(no attempt of that round changed anything")
+    assert "(build-loop report 1)" in failed["blocked"][0]["explanation"]
+    assert failed["blocked"][0]["requirement"] == "TK-1" and failed["blocked"][0]["spent"] == "1 turn in 1 round"
+    assert "No module named 'textkit.slug'" in failed["blocked"][0]["cause"] and not failed["blocked"][0]["rounds_left"]
     assert "build-loop unblock" in failed["unblock_hint"]

@@ -60,7 +60,7 @@ def test_a_blocked_item_gets_another_round_before_it_waits_for_a_person(tmp_path
     first = (ws.role_dir("build") / "iterations" / str(hard[0]["n"]) / "prompt.md").read_text()
     assert "Round" not in first
     status = cli("banach", "status", "--workspace", str(ws.root)).stdout
-    assert "blocked after 2 attempts (after 2 rounds: waiting for a person)" in status, status
+    assert "blocked after 4 turns in 2 rounds (waiting for a person)" in status, status
 
 
 def test_with_one_round_a_blocked_item_waits_for_a_person_at_once(tmp_path: Path) -> None:
@@ -73,4 +73,4 @@ def test_with_one_round_a_blocked_item_waits_for_a_person_at_once(tmp_path: Path
     with Journal(ws.journal_path("build"), readonly=True) as journal:
         assert not journal.rows("item.round")
     status = cli("banach", "status", "--workspace", str(ws.root)).stdout
-    assert "blocked after 2 attempts: " in status, status
+    assert "blocked after 2 turns in 1 round (waiting for a person): " in status, status

@@ -127,3 +127,19 @@ def test_a_field_in_the_text_is_refused_where_it_stands(where: str) -> None:
     assert caught.value.line == (5 if where == "after the text" else 4)
     assert "'paths:' stands in HUM-1's text" in caught.value.reason
     assert "fields go right under the heading '## HUM-1: natural sizes'" in caught.value.reason
+
+
+def test_every_problem_of_a_document_is_named_at_once() -> None:
+    """Issue 43: the problems of one document came one a save (line 10 first, line 7 only after that fix); now every
+    one is named, in line order, and the document stays refused until all are fixed."""
+    document = ("## A-1: first\npriority: high\ncolour: red\n\ntext\n\n## A-2: second\npaths: /etc/passwd\n\n"
+                "text\n\n## a-3: third\n\ntext\n\n## A-4: fourth\npriority: 1\n\nmore text\ntests: tests/test_x.py\n")
+    with pytest.raises(CanonSyntaxError) as caught:
+        parse_document(document, "requirements/many.md")
+    lines = [line for line, _ in caught.value.problems]
+    assert lines == [2, 3, 8, 12, 20], caught.value.problems
+    assert (caught.value.line, caught.value.file) == (2, "requirements/many.md")
+    said = str(caught.value).splitlines()
+    assert [line.split(":")[1] for line in said] == ["2", "3", "8", "12", "20"]
+    assert "whole number" in said[0] and "unknown field 'colour'" in said[1] and "relative path" in said[2]
+    assert "not a requirement id" in said[3] and "'tests:' stands in A-4's text" in said[4]

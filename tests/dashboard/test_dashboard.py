@@ -80,7 +80,7 @@ def test_unblock_is_done_by_build_loop_and_journaled_with_who_asked(measured: Wo
         code, items_page = get(at, "/items")
         assert code == 200 and item in items_page and "blocked" in items_page
         code, body = post(at, "/act/unblock", {"target": item, "back": "/items"})
-        assert code == 200 and f"unblocked {item}" in body, body
+        assert code == 200 and f"unblocked {item.rsplit('.', 1)[0]} (item {item})" in body, body
     with Journal(measured.journal_path("build"), readonly=True) as journal:
         assert [row.data["item"] for row in journal.rows("item.unblocked")] == [item]
     with Journal(measured.state / "serve" / "journal.db", readonly=True) as journal:
@@ -88,6 +88,12 @@ def test_unblock_is_done_by_build_loop_and_journaled_with_who_asked(measured: Wo
         assert journal.verify().ok
     assert row.data["action"] == "unblock" and row.data["target"] == item and row.data["ok"]
     assert row.data["by"]["remote"] == "127.0.0.1" and row.data["by"]["via"] == "dashboard"
+    # issue 43: the dashboard's own journal is read like any other, from the CLI and on its Journal page
+    shown = cli("banach", "journal", "show", "dashboard", "-w", str(measured.root)).stdout
+    assert "dashboard.action" in shown and f"unblock {item}: done (from 127.0.0.1, via the dashboard): unblocked " in shown
+    with served(measured) as at:
+        code, journal_page = get(at, "/journal")
+    assert code == 200 and 'class="dashboard-actions"' in journal_page and item in journal_page
 
 
 def test_a_canon_edit_goes_through_spec_loop_which_refuses_or_makes_a_version(measured: Workspace) -> None:
@@ -97,6 +103,9 @@ def test_a_canon_edit_goes_through_spec_loop_which_refuses_or_makes_a_version(me
         current = (measured.canon / "requirements" / "textkit.md").read_text()
         code, body = post(at, "/act/save", {"target": "requirements/textkit.md", "text": current + "\n## broken\n"})
         assert code == 200 and "refused" in body and "requirements/textkit.md:" in body, body
+        # issue 43: the editor comes back holding what was typed, with the refusal above it
+        refusal, editor = body.index('id="refusal"'), body.index('<textarea name="text"')
+        assert refusal < editor and "## broken" in body[editor:body.index("</textarea>")], body
         assert "v1" in cli("spec-loop", "log", "--workspace", str(measured.root)).stdout
         added = current + ("\n## TK-9: the package has a docstring\npriority: 5\npaths: textkit/__init__.py\nchecks:\n"
                            "  - python -c \"import textkit; assert textkit.__doc__\"\n\nThe package says what it is.\n")

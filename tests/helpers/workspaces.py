@@ -78,14 +78,16 @@ def land(ws: Workspace, files: dict[str, str], *, source: str = "test") -> str:
     return decision.describe()
 
 
+MINIMAL = '[isolation]\nbackend = "none"\n\n[build]\nagent = "scripted"\n'
+
+
 def custom(tmp: Path, canon_text: str, agent_script: str, *, config: str = "") -> Workspace:
     """An empty workspace with one canon document and a scripted agent as its only ladder rung."""
     from spec_loop.draft import Draft
     from spec_loop.service import SpecService
 
     ws = init_workspace(tmp / "ws", example=False)
-    text = ws.config_file.read_text().replace('backend = "landlock"', 'backend = "none"')
-    text = agents_readable(text.replace('agent = "sim"', 'agent = "scripted"'))
+    text = agents_readable(MINIMAL)  # not init's commented file: a test's `config` may add any table of its own
     ws.config_file.write_text(text + f'\n[agents.scripted]\npreset = "command"\ncommand = "{agent(agent_script)}"\n' + config)
     ws = Workspace.open(ws.root)
     spec = SpecService(ws)

@@ -308,7 +308,7 @@ def turn_as(session: Session, ws: Workspace, home: Path) -> tuple[Turn, set[str]
     node_dir = str(Path(shutil.which("node") or "/usr/bin/node").parent)
     env = {"PATH": f"{node_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
            "SCRIPTED_KEY": CANARY}
-    argv = [str(session.python), "-I", "-m", "build_loop", "once", "--workspace", str(ws.root),
+    argv = [str(session.python), "-I", "-m", "build_loop", "-v", "once", "--workspace", str(ws.root),
             "--turn-timeout", str(TURN_TIMEOUT)]
     started = time.time()
     result = _as(session.account, argv, env=env, cwd=ws.root, timeout=TURN_TIMEOUT + 240)

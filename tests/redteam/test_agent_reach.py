@@ -95,8 +95,8 @@ def test_a_turn_reaches_nothing_it_does_not_need(tmp_path: Path, targets: dict[s
     ws = example(tmp_path / "ws", backend="landlock")
     spec = {key: value for key, value in targets.items() if key != "home"}
     cli("plan-loop", "once", "-w", str(ws.root))
-    done = cli("build-loop", "once", "-w", str(ws.root), "--agent-command", f"{sys.executable} {REACH} {json.dumps(spec)!r}",
-               env={"HOME": str(targets["home"])})
+    done = cli("build-loop", "-v", "once", "-w", str(ws.root), "--agent-command",
+               f"{sys.executable} {REACH} {json.dumps(spec)!r}", env={"HOME": str(targets["home"])})
     assert "reach: a turn sees its own view" in done.stderr, done.stderr
     output = cli("build-loop", "report", "1", "--output", "-w", str(Workspace.open(ws.root).root)).stdout
     found = reached(output)

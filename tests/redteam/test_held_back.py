@@ -64,7 +64,7 @@ def test_qz81_a_power_of_two():
 def mathkit(tmp: Path, *, held_back: bool, backend: str, allows: bool = False) -> Workspace:
     ws = init_workspace(tmp / "ws", example=False)
     text = ws.config_file.read_text().replace('backend = "landlock"', f'backend = "{backend}"')
-    text = agents_readable(text.replace('agent = "sim"', 'agent = "scripted"'))
+    text = agents_readable(text.replace('agent = "claude"', 'agent = "scripted"'))
     text = text.replace("[build]\n", "[build]\nrounds = 1\n", 1)  # blocked for a person after one round of attempts
     ws.config_file.write_text(text + f'\n[agents.scripted]\npreset = "command"\n'
                                      f'command = "{sys.executable} {HOSTILE / "lookup_table.py"}"\n')

@@ -49,7 +49,8 @@ def certified_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     git(source, "commit", "-q", "-m", "a project")
     assert cli("banach", "init", str(root / "ws"), "--code", str(source)).returncode == 0
     config = root / "ws" / "banach.toml"
-    text = config.read_text().replace('backend = "landlock"', 'backend = "none"').replace('agent = "sim"', 'agent = "scripted"')
+    text = config.read_text().replace('backend = "landlock"', 'backend = "none"')
+    text = text.replace('agent = "claude"', 'agent = "scripted"')
     config.write_text(text + f'\n[agents.scripted]\npreset = "command"\ncommand = "{agent("partial.py")}"\n')
     (root / "files.md").write_text(FILES_DOC)
     (root / "test_files.py").write_text(FILES_TEST)

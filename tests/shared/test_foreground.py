@@ -81,11 +81,13 @@ def test_blocked_items_stop_it_naming_them_and_how_to_unblock(tmp_path: Path) ->
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.strip().splitlines()
     assert sum(line.startswith("build iteration ") and ": stall: " in line for line in lines) == 2
-    explained = [line for line in lines if line.startswith("build: ST-") and "blocked after 1 attempts" in line]
-    assert len(explained) == 2 and all("see build-loop report" in line for line in explained)
-    assert last_line(result).startswith("run: NOT CERTIFIED: nothing can progress: 2 item(s) blocked (ST-7.")
-    assert "unblock with 'build-loop unblock ITEM'" in last_line(result) and f"(-w {ws.root}), then run again" in \
-        last_line(result)
+    explained = [line for line in lines if line.startswith("build: ST-") and "blocked after 1 turn in 1 round" in line]
+    assert len(explained) == 2 and all("(build-loop report " in line for line in explained)
+    assert lines[-2].startswith("run: nothing can progress: 2 item(s) blocked (ST-7, ST-8)")
+    assert "run 'build-loop unblock REQ'" in lines[-2] and f"(-w {ws.root}), then run again" in lines[-2]
+    # the last line leads with what waits for a person: the first blocked item, why its check fails, what to do
+    assert last_line(result).startswith("run: NOT CERTIFIED: waiting for you: ST-7 is blocked after 1 turn in 1 round")
+    assert last_line(result).endswith(f"do: build-loop unblock ST-7 -w {ws.root} (and 1 more: banach status)")
 
 
 @pytest.mark.slow  # about 20 s: the monitor needs six passes to see the oscillation
@@ -93,8 +95,9 @@ def test_a_paused_build_stops_it_with_the_reason(tmp_path: Path) -> None:
     ws = custom(tmp_path, CONTRADICTORY, "flipper.py")
     result = run(ws, "--max-turns", "20")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert last_line(result).startswith("run: NOT CERTIFIED: build is paused: the loop oscillates")
-    assert "OS-1, OS-2 conflict" in last_line(result) and last_line(result).endswith("run again once it is fixed")
+    assert last_line(result).startswith("run: NOT CERTIFIED: waiting for you: build is paused: the loop oscillates")
+    assert "OS-1, OS-2 conflict" in last_line(result) and "do: spec-loop edit DOC" in last_line(result)
+    assert result.stdout.strip().splitlines()[-2].endswith("run again once it is fixed")
     assert "build: build paused: the loop oscillates" in result.stdout
 
 
@@ -104,7 +107,11 @@ def test_a_refused_inbox_stops_it_before_anything_is_measured(tmp_path: Path) ->
     result = run(ws)
     assert result.returncode == 1
     assert "spec: refused extras.md:" in result.stdout and "duplicate id" in result.stdout
-    assert last_line(result).startswith("run: NOT CERTIFIED: spec-loop refused the inbox's change (canon did not move)")
+    assert result.stdout.strip().splitlines()[-2].startswith(
+        "run: spec-loop refused the inbox's change (canon did not move)")
+    assert last_line(result).startswith("run: NOT CERTIFIED: waiting for you: spec-loop refused the draft "
+                                        "inbox/rejected/extras.md: canon did not move: extras.md:")
+    assert last_line(result).endswith("do: mv inbox/rejected/extras.md inbox/")
     assert not ws.fix_plan_json.exists()
 
 

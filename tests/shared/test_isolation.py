@@ -57,7 +57,8 @@ def test_backend_none_says_so_loudly(tmp_path: Path) -> None:
 @pytest.mark.landlock
 def test_startup_line_reports_landlock_abi(tmp_path: Path) -> None:
     ws = example(tmp_path, backend="landlock")
-    result = cli("spec-loop", "once", "--workspace", str(ws.root))
+    assert "isolation" not in cli("spec-loop", "once", "--workspace", str(ws.root)).stderr  # once, in doctor or with -v
+    result = cli("spec-loop", "-v", "once", "--workspace", str(ws.root))
     assert "spec-loop: isolation landlock: Landlock ABI" in result.stderr
     assert "writes limited to canon, inbox, state/spec" in result.stderr
 

@@ -2,5 +2,5 @@
 
 
 def slugify(text: str) -> str:
-    """Lower-case text with spaces replaced by '-'."""
-    return text.lower().replace(" ", "-")
+    """Lower-case text with spaces replaced by '_'."""
+    return text.lower().replace(" ", "_")

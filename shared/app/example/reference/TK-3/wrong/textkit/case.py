@@ -2,5 +2,5 @@
 
 
 def title_case(text: str) -> str:
-    """Capitalise every word."""
-    return text.title()
+    """Capitalise the title."""
+    return text.capitalize()

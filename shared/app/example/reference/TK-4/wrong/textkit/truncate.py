@@ -3,4 +3,4 @@
 
 def truncate(text: str, width: int) -> str:
     """The first width characters of text, and an ellipsis."""
-    return text[:width] + "…" if len(text) > width else text
+    return text[:width] + "..."
