@@ -3,7 +3,8 @@
 It reads the prompt like a real agent would (stdin), finds the requirement ids the item names, and
 copies in the example's reference change for them, with faults injected at the configured rates:
 a plausible but wrong edit, no edit at all, or an extra edit outside the item's write scope. Draws
-are seeded by (seed, item, iteration), so a run is repeatable. Whatever it did, it claims SUCCESS:
+are seeded by (seed, item, the earlier attempts its prompt lists), so a run is repeatable whatever the
+order in which the loops' steps interleave (under supervisord they run at once). Whatever it did, it claims SUCCESS:
 the point of the harness is that this claim decides nothing.
 """
 from __future__ import annotations
@@ -118,7 +119,8 @@ def main(argv: list[str]) -> int:
         return 0
     item_id = item.group(1)
     iteration = os.environ.get("BANACH_ITERATION", "0")
-    draw = random.Random(f"{args.seed}:{item_id}:{iteration}")
+    attempt = len(re.findall(r"^- iteration \d+:", prompt, re.MULTILINE))  # not the iteration: plan's timing moves it
+    draw = random.Random(f"{args.seed}:{item_id}:{attempt}")
     roll, scope_roll, tamper_roll, cheat_roll = draw.random(), draw.random(), draw.random(), draw.random()
     tamper = tamper_roll < args.tamper
     cheat = args.cheat if args.cheat and cheat_roll < args.cheat_rate else None
