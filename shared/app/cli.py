@@ -156,8 +156,8 @@ def up(workspace: Path) -> None:
 
     Example: banach up -w ws && banach ctl -w ws status
     """
-    from build_loop.agent_check import refuse_simulated
     from shared.app import supervisor
+    from shared.app.simulated import refuse_simulated
 
     ws = Workspace.open(workspace)
     refuse_simulated(ws)
@@ -239,7 +239,7 @@ def run_foreground(ctx: click.Context, workspace: Path, until_certified: bool, m
             "banach run needs its stop condition named: --until-certified (exit 0 when plan certifies, 1 when a "
             "budget runs out or nothing can progress; bound it with --max-turns N and --max-cost USD). To keep the "
             "loops running in the background instead, use 'banach up'.")
-    from build_loop.agent_check import refuse_simulated
+    from shared.app.simulated import refuse_simulated
 
     echo = (lambda line: click.echo(line, err=True)) if as_json else click.echo
     ws = Workspace.open(workspace)

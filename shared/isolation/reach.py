@@ -63,7 +63,7 @@ def toolchain(argv: tuple[str, ...], path_variable: str, forbidden: list[Path]) 
     """Read-only folders for running argv: its program's install, the interpreter its first line names, node, the
     folder of each file the command line names; Banach's interpreter and packages. A folder that holds one of
     `forbidden` (the HOME, the workspace) is narrowed to the file itself."""
-    found: list[Path] = [Path(sys.prefix), Path(sys.base_prefix)]
+    found: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), *_own_libraries()]
     for name in BANACH_PACKAGES:
         module = importlib.import_module(name)
         found.append(Path(module.__file__ or "").parent)
@@ -85,6 +85,18 @@ def toolchain(argv: tuple[str, ...], path_variable: str, forbidden: list[Path]) 
     system = [Path(folder) for folder in SYSTEM_FOLDERS]
     return [path for path in dict.fromkeys(p.resolve() for p in found if p.exists())
             if not any(_holds(folder, path) for folder in system)]
+
+
+def _own_libraries() -> list[Path]:
+    """The folders of the shared libraries this interpreter runs on that lie outside the system folders: its libpython
+    when its build found it by an RPATH elsewhere (a copied or relocated interpreter), which in a view without that
+    folder would quietly be the system's own libpython, with another site.py."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            paths = {line.split(None, 5)[5].strip() for line in maps if line.count(" ") >= 5 and "/libpython" in line}
+    except (OSError, IndexError):
+        return []
+    return sorted({Path(path).parent for path in paths if path.startswith("/") and not path.startswith(SYSTEM_FOLDERS)})
 
 
 def _holds(folder: Path, path: Path) -> bool:

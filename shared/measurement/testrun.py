@@ -101,6 +101,7 @@ class FromMemory:
         return None
 
     def exec_module(self, module: Any) -> None:
+        __tracebackhide__ = True  # pytest leaves this frame out of what it prints: the test's own frames tell why  # noqa: F841
         path = module.__spec__.origin
         source = self.sources[path]
         tree = ast.parse(source, filename=path)
@@ -118,7 +119,6 @@ class FromMemory:
             sys.meta_path.remove(self)
         sys.meta_path.insert(0, self)
 
-    pytest_load_initial_conftests.tryfirst = True  # type: ignore[attr-defined]
 
 
 def _read_sources() -> dict[str, str]:
@@ -204,6 +204,8 @@ def main(argv: list[str]) -> int:
         sys.path.extend(_site_packages())
     import pytest  # before the code is on sys.path: a project's pytest.py cannot stand in for it
 
+    FromMemory.pytest_load_initial_conftests = pytest.hookimpl(tryfirst=True)(  # type: ignore[method-assign]
+        FromMemory.pytest_load_initial_conftests)
     canon = FromMemory(sources, show="--no-source" not in options)
     sys.meta_path.insert(0, canon)
     sys.path[:0] = roots  # the project's import roots, in order, before anything installed
