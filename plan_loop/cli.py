@@ -9,6 +9,7 @@ import click
 from plan_loop.agent_oracle import PlanAgent, make_agent
 from plan_loop.passes import PassReport, PlanService
 from plan_loop.run import serve_plan
+from shared import role_lock
 from shared.boundary import run_cli, workspace_option
 from shared.checks.remote import RemoteChecker
 from shared.contracts import fix_plan as fix_plan_file
@@ -18,8 +19,10 @@ from shared.isolation.policy import restrict_self
 from shared.workspace import Workspace
 
 
-def _service(workspace: Path) -> PlanService:
+def _service(workspace: Path, command: str) -> PlanService:
+    """Plan's one process of the workspace for this command (shared/role_lock.py), restricted to plan's stores."""
     ws = Workspace.open(workspace)
+    role_lock.claim(ws, "plan", f"plan-loop {command}")
     remote = None
     if ws.config.cluster.backend == "ray":  # Ray's driver opens its logs and sockets outside plan's stores: first
         remote = RemoteChecker(ws)
@@ -77,7 +80,7 @@ def once(workspace: Path, agent_command: str, as_json: bool) -> None:
 
     Example: plan-loop once --workspace ws --json
     """
-    service = _service(workspace)
+    service = _service(workspace, "once")
     try:
         reports = service.measure(agent=_agent(service, agent_command))
     finally:
@@ -98,7 +101,7 @@ def certify(ctx: click.Context, workspace: Path, agent_command: str) -> None:
 
     Example: plan-loop certify --workspace ws
     """
-    service = _service(workspace)
+    service = _service(workspace, "certify")
     try:
         report = service.run_pass(fresh=True, agent=_agent(service, agent_command))
     finally:
@@ -116,7 +119,7 @@ def run(workspace: Path, agent_command: str) -> None:
     Example: plan-loop run --workspace ws
     """
     stopper = Stopper().install()
-    service = _service(workspace)
+    service = _service(workspace, "run")
     try:
         serve_plan(service, echo=click.echo, stopper=stopper, agent=_agent(service, agent_command))
     finally:

@@ -8,6 +8,7 @@ from typing import TextIO
 
 import click
 
+from shared import role_lock
 from shared.boundary import run_cli, workspace_option
 from shared.isolation.policy import restrict_self
 from shared.workspace import Workspace
@@ -39,8 +40,12 @@ def drafts_from_arguments(arguments: tuple[str, ...], name: str | None) -> list[
     return drafts
 
 
-def _service(workspace: Path, reconcile_agent: str = "") -> SpecService:
+def _service(workspace: Path, reconcile_agent: str = "", *, command: str = "") -> SpecService:
+    """command: `once` or `run`, which are spec's one process of the workspace (shared/role_lock.py); a person's
+    edit or add is a change beside them, serialized with intake by spec's canon lock."""
     ws = Workspace.open(workspace)
+    if command:
+        role_lock.claim(ws, "spec", f"spec-loop {command}")
     click.echo(restrict_self(ws, "spec").banner("spec-loop"), err=True)
     return SpecService(ws, reconcile_agent=reconcile_agent)
 
@@ -70,7 +75,7 @@ def once(ctx: click.Context, workspace: Path, reconcile_agent: str) -> None:
 
     Example: spec-loop once --workspace ws
     """
-    service = _service(workspace, reconcile_agent)
+    service = _service(workspace, reconcile_agent, command="once")
     decision = take_inbox(service)
     for notice in service.notices:
         click.echo(notice)
@@ -88,7 +93,7 @@ def run(workspace: Path) -> None:
 
     Example: spec-loop run --workspace ws
     """
-    serve_inbox(_service(workspace), echo=click.echo)
+    serve_inbox(_service(workspace, command="run"), echo=click.echo)
 
 
 @cli.command()
