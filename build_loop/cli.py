@@ -20,7 +20,7 @@ from build_loop.run import serve_build
 from build_loop.turn import Outcome
 from build_loop.workers import serve_workers
 from canon.store import CanonStore
-from shared import role_lock
+from shared import lifeline, role_lock
 from shared.boundary import run_cli, workspace_option
 from shared.contracts.blocks import UNBLOCK_HINT, current_blocks, explain
 from shared.daemon import Stopper
@@ -146,6 +146,9 @@ def run(workspace: Path, agent_command: str, turn_timeout: float | None) -> None
             cluster.append(RemoteLanes(ws))
 
     ws, gateway = _prepare(workspace, agent_command, "run", before=connect)
+    watching = lifeline.watch(ws, stopper.stop)
+    if watching:
+        click.echo(f"build-loop: {watching}", err=True)
     if ws.config.build.workers > 1:
         try:
             serve_workers(ws, Options(agent_command, turn_timeout), gateway=gateway, echo=click.echo, stopper=stopper,

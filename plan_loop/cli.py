@@ -9,7 +9,7 @@ import click
 from plan_loop.agent_oracle import PlanAgent, make_agent
 from plan_loop.passes import PassReport, PlanService
 from plan_loop.run import serve_plan
-from shared import role_lock
+from shared import lifeline, role_lock
 from shared.boundary import run_cli, workspace_option
 from shared.checks.remote import RemoteChecker
 from shared.contracts import fix_plan as fix_plan_file
@@ -120,6 +120,9 @@ def run(workspace: Path, agent_command: str) -> None:
     """
     stopper = Stopper().install()
     service = _service(workspace, "run")
+    watching = lifeline.watch(service.ws, stopper.stop)
+    if watching:
+        click.echo(f"plan-loop: {watching}", err=True)
     try:
         serve_plan(service, echo=click.echo, stopper=stopper, agent=_agent(service, agent_command))
     finally:

@@ -8,8 +8,9 @@ from typing import TextIO
 
 import click
 
-from shared import role_lock
+from shared import lifeline, role_lock
 from shared.boundary import run_cli, workspace_option
+from shared.daemon import Stopper
 from shared.isolation.policy import restrict_self
 from shared.workspace import Workspace
 from spec_loop.checks import check_canon
@@ -93,7 +94,12 @@ def run(workspace: Path) -> None:
 
     Example: spec-loop run --workspace ws
     """
-    serve_inbox(_service(workspace, command="run"), echo=click.echo)
+    stopper = Stopper().install()
+    service = _service(workspace, command="run")
+    watching = lifeline.watch(service.ws, stopper.stop)
+    if watching:
+        click.echo(f"spec-loop: {watching}", err=True)
+    serve_inbox(service, echo=click.echo, stopper=stopper)
 
 
 @cli.command()
