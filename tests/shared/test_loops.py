@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from shared.app import supervisor
+from shared.errors import JournalError
 from shared.journal import Journal
 from shared.role_lock import holder, lock_path
 from shared.workspace import Workspace
@@ -31,12 +32,22 @@ def held_by(ws: Workspace, role: str, pid: int) -> bool:
     return found is not None and found.pid == pid and bool(found.command)
 
 
+def runs_started(ws: Workspace, role: str) -> int:
+    """loop.started rows: a run is on the record once its loop has journaled its start (after it took its lock)."""
+    try:
+        with Journal(ws.journal_path(role), readonly=True) as journal:  # type: ignore[arg-type]
+            return journal.count("loop.started")
+    except JournalError:  # not made yet, or being made
+        return 0
+
+
 def test_status_tells_a_loops_restarts_and_when_and_how_it_last_ended(tmp_path: Path) -> None:
     ws = example(tmp_path)
     log = tmp_path / "spec.log"
     first = start("spec-loop", ws, "run", log=log)
     try:
-        assert wait_until(lambda: held_by(ws, "spec", first.pid), [ws.role_dir("spec")], 30)
+        assert wait_until(lambda: held_by(ws, "spec", first.pid) and runs_started(ws, "spec") == 1,
+                          [ws.role_dir("spec")], 30)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
     finally:
@@ -47,7 +58,8 @@ def test_status_tells_a_loops_restarts_and_when_and_how_it_last_ended(tmp_path: 
 
     second = start("spec-loop", ws, "run", log=log)
     try:
-        assert wait_until(lambda: held_by(ws, "spec", second.pid), [ws.role_dir("spec")], 30)
+        assert wait_until(lambda: held_by(ws, "spec", second.pid) and runs_started(ws, "spec") == 2,
+                          [ws.role_dir("spec")], 30)
         info = status(ws)
         spec = info["loops"]["spec"]
         assert spec["running"]["pid"] == second.pid and spec["running"]["under"] == "outside"
