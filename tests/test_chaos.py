@@ -140,5 +140,9 @@ def test_a_hundred_random_kills_and_the_run_still_certifies_with_one_set_of_loop
     assert started == ended  # no iteration is left open
     counts = {what: kills.count(what) for what in sorted(set(kills))}
     assert counts["supervisord"] and counts["tree"] and counts["child of build"]
+    info = status(ws)
+    assert not info["outside"] and all(loop["running"] is None for loop in info["loops"].values())
+    runs = {role: (loop["starts"], loop["restarts"]) for role, loop in info["loops"].items()}
     print(f"CHAOS {len(kills)} kills in {took:.0f}s: {counts}; build iterations interrupted and recovered: "
-          f"{interrupted}; iterations: {len(started)}; plan passes: {status(ws)['plan_passes']}")
+          f"{interrupted}; iterations: {len(started)}; plan passes: {info['plan_passes']}; (runs, restarts) by role "
+          f"as status counts them: {runs}")
