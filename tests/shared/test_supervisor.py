@@ -294,8 +294,9 @@ def test_up_stops_a_loop_started_by_hand_before_it_starts_the_set(tmp_path: Path
         supervisor.down(ws)
 
 
-def _mid_turn(ws: Workspace) -> None:
-    before = len(rows(ws, "build", "iteration.started"))
+def _mid_turn(ws: Workspace, before: int) -> None:
+    """Wait for build to start a turn after `before` turns had started (counted before `up`: a turn started by then
+    never returns)."""
     assert wait_until(lambda: len(pids(ws)) == 3 and len(rows(ws, "build", "iteration.started")) > before,
                       [ws.supervisor_dir, ws.role_dir("build")], 90)
 
@@ -330,8 +331,9 @@ def test_down_after_any_sequence_of_kills_leaves_no_process_in_the_workspace(tmp
     hands: list[subprocess.Popen[bytes]] = []
     try:
         for name, kills in sequences.items():
+            before = len(rows(ws, "build", "iteration.started"))
             assert cli("banach", "up", "--workspace", str(root)).returncode == 0, name
-            _mid_turn(ws)
+            _mid_turn(ws, before)
             for kill in kills:
                 kill()
             down = cli("banach", "down", "--workspace", str(root))
