@@ -10,15 +10,15 @@ supervisord would have done.
 
 Why a pidfd and not the parent-death signal: a pidfd cannot be lost between fork and the program's first line (the
 parent is checked against the pid file after the pidfd is open), it needs no signal to cross a Landlock scope, and it
-wakes a thread rather than interrupting whatever the main thread is in. A parent found gone at start-up (supervisord
-killed while the program was starting) stops the program at once.
+wakes a thread rather than interrupting whatever the main thread is in (on a kernel without pidfd, Linux < 5.3, the
+thread looks at its parent pid every half second instead). A parent found gone at start-up (supervisord killed while
+the program was starting) stops the program at once.
 
 A program started by hand (no BANACH_SUPERVISED) watches nothing: closing its terminal sends it SIGHUP. The variable
 is taken out of the environment, so what the program starts (`plan-loop once` from the dashboard) does not inherit it.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import signal
@@ -41,15 +41,23 @@ def watch(ws: Workspace, stop: Callable[[str], None], *, grace: float = GRACE) -
         return ""
     parent = os.getppid()
     expected = _pid_in(ws.supervisor_dir / "supervisord.pid")
+    alive = parent != 1 and expected in (None, parent)
     handle = None
-    if parent != 1 and expected in (None, parent):
-        with contextlib.suppress(OSError):
+    if alive:
+        try:
             handle = os.pidfd_open(parent)
-        if handle is not None and os.getppid() != parent:  # it ended between the two calls: the pidfd is not ours
-            os.close(handle)
+        except ProcessLookupError:
+            alive = False
+        except OSError:  # no pidfd (Linux < 5.3): the thread looks at its parent every half second instead
             handle = None
-    threading.Thread(target=_wait, args=(handle, stop, grace), name="lifeline", daemon=True).start()
-    if handle is None:
+        if os.getppid() != parent:  # it ended meanwhile: a pidfd would not be on our parent
+            alive = False
+    if not alive and handle is not None:
+        os.close(handle)
+        handle = None
+    threading.Thread(target=_wait, args=(parent if alive else None, handle, stop, grace), name="lifeline",
+                     daemon=True).start()
+    if not alive:
         return f"its supervisor (pid {expected or 'unknown'}) was gone at start-up: stopping"
     return f"stops when its supervisor (pid {parent}) ends"
 
@@ -61,9 +69,12 @@ def _pid_in(path: Path) -> int | None:
         return None
 
 
-def _wait(handle: int | None, stop: Callable[[str], None], grace: float) -> None:
+def _wait(parent: int | None, handle: int | None, stop: Callable[[str], None], grace: float) -> None:
     if handle is not None:
         select.select([handle], [], [])  # readable once the parent has ended
+    elif parent is not None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
     stop(SUPERVISOR_GONE)
     time.sleep(grace)  # the program ends meanwhile, and this thread with it
     group = os.getpgrp()
