@@ -20,6 +20,7 @@ from build_loop.run import serve_build
 from build_loop.turn import Outcome
 from build_loop.workers import serve_workers
 from canon.store import CanonStore
+from shared import lifeline, role_lock
 from shared.boundary import program_options, run_cli, startup_line, workspace_option
 from shared.contracts.blocks import cause_of, counts, current_blocks, explain, has_rounds_left, many, requirement_of, unblock_hint
 from shared.daemon import Stopper
@@ -38,13 +39,15 @@ turn_timeout_option = click.option("--turn-timeout", type=float, default=None, m
                                    help="wall-clock seconds for one agent turn (default: build.turn_timeout)")
 
 
-def _prepare(workspace: Path, agent_command: str, *, before: Callable[[Workspace], None] = lambda ws: None,
-             ) -> tuple[Workspace, Gateway | None]:
-    """The workspace and its model gateway (when a rung uses one), with build restricted to its own stores;
-    `before` runs just before the restriction (what must open files or sockets outside build's stores)."""
+def _prepare(workspace: Path, agent_command: str, command: str, *,
+             before: Callable[[Workspace], None] = lambda ws: None) -> tuple[Workspace, Gateway | None]:
+    """The workspace and its model gateway (when a rung uses one), with build restricted to its own stores and this
+    process build's one process of the workspace (shared/role_lock.py); `before` runs just before the restriction
+    (what must open files or sockets outside build's stores)."""
     ws = Workspace.open(workspace)
     if not agent_command and uses_gateway(ws):
         drop_key_variables(ws)  # starts build-loop again without the key variables (returns when there are none)
+    role_lock.claim(ws, "build", f"build-loop {command}")  # after the exec above, which would drop the lock
     agent_state = () if agent_command else all_state_paths(ws.config)
     start_views(ws, "build")  # before the gateway's thread: the thread that makes views must be the second
     gateway = None if agent_command else gateway_for(ws)  # reads the provider keys and binds before build restricts itself
@@ -63,7 +66,7 @@ def _prepare(workspace: Path, agent_command: str, *, before: Callable[[Workspace
 
 
 def _governor(workspace: Path, agent_command: str, turn_timeout: float | None, stopper: Stopper | None = None) -> Governor:
-    ws, gateway = _prepare(workspace, agent_command)
+    ws, gateway = _prepare(workspace, agent_command, "once")
     return Governor(ws, Options(agent_command, turn_timeout), cancel=stopper.event if stopper else None, gateway=gateway)
 
 
@@ -142,7 +145,10 @@ def run(workspace: Path, agent_command: str, turn_timeout: float | None) -> None
         if ws.config.build.workers > 1 and ws.config.cluster.backend == "ray":
             cluster.append(RemoteLanes(ws))
 
-    ws, gateway = _prepare(workspace, agent_command, before=connect)
+    ws, gateway = _prepare(workspace, agent_command, "run", before=connect)
+    watching = lifeline.watch(ws, stopper.stop)
+    if watching:
+        click.echo(f"build-loop: {watching}", err=True)
     if ws.config.build.workers > 1:
         try:
             serve_workers(ws, Options(agent_command, turn_timeout), gateway=gateway, echo=click.echo, stopper=stopper,

@@ -107,5 +107,6 @@ def serve_build(governor: Governor, *, echo: Callable[[str], None], stopper: Sto
                 watcher.wait(ws.config.build.idle_poll_seconds, stopper.event)
     finally:
         watcher.stop()
-        governor.journal.append("loop.stopped", {"signal": stopper.signal_name, "reason": reason, "turns": turns})
+        governor.journal.append("loop.stopped", {"signal": stopper.signal_name, "cause": stopper.cause, "reason": reason,
+                                              "turns": turns})
     return reason

@@ -105,8 +105,8 @@ class Workers:
                 self._drain()
                 pool.shutdown(wait=True)
                 watcher.stop()
-                self.journal.append("loop.stopped", {"signal": self.stopper.signal_name, "reason": reason,
-                                                     "turns": self.turns, "workers": self.count})
+                self.journal.append("loop.stopped", {"signal": self.stopper.signal_name, "cause": self.stopper.cause,
+                                                     "reason": reason, "turns": self.turns, "workers": self.count})
                 self.journal.close()
                 if self.remote is not None:
                     self.remote.close()

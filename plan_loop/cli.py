@@ -9,6 +9,7 @@ import click
 from plan_loop.agent_oracle import PlanAgent, make_agent
 from plan_loop.passes import PassReport, PlanService
 from plan_loop.run import serve_plan
+from shared import lifeline, role_lock
 from shared.boundary import program_options, run_cli, startup_line, workspace_option
 from shared.checks.remote import RemoteChecker
 from shared.contracts import fix_plan as fix_plan_file
@@ -18,8 +19,10 @@ from shared.isolation.policy import restrict_self, start_views
 from shared.workspace import Workspace
 
 
-def _service(workspace: Path) -> PlanService:
+def _service(workspace: Path, command: str) -> PlanService:
+    """Plan's one process of the workspace for this command (shared/role_lock.py), restricted to plan's stores."""
     ws = Workspace.open(workspace)
+    role_lock.claim(ws, "plan", f"plan-loop {command}")
     remote = None
     start_views(ws, "plan")  # before Ray's threads: the thread that makes the checks' views must be the second
     if ws.config.cluster.backend == "ray":  # Ray's driver opens its logs and sockets outside plan's stores: first
@@ -79,7 +82,7 @@ def once(workspace: Path, agent_command: str, as_json: bool) -> None:
 
     Example: plan-loop once --workspace ws --json
     """
-    service = _service(workspace)
+    service = _service(workspace, "once")
     try:
         reports = service.measure(agent=_agent(service, agent_command))
     finally:
@@ -100,7 +103,7 @@ def certify(ctx: click.Context, workspace: Path, agent_command: str) -> None:
 
     Example: plan-loop certify --workspace ws
     """
-    service = _service(workspace)
+    service = _service(workspace, "certify")
     try:
         report = service.run_pass(fresh=True, agent=_agent(service, agent_command))
     finally:
@@ -118,7 +121,10 @@ def run(workspace: Path, agent_command: str) -> None:
     Example: plan-loop run --workspace ws
     """
     stopper = Stopper().install()
-    service = _service(workspace)
+    service = _service(workspace, "run")
+    watching = lifeline.watch(service.ws, stopper.stop)
+    if watching:
+        click.echo(f"plan-loop: {watching}", err=True)
     try:
         serve_plan(service, echo=click.echo, stopper=stopper, agent=_agent(service, agent_command))
     finally:

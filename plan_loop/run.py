@@ -61,4 +61,4 @@ def serve_plan(service: PlanService, *, echo: Callable[[str], None], stopper: St
     try:
         serve(step, watcher, stopper, idle_seconds=min(idle, 30.0))
     finally:
-        service.journal.append("loop.stopped", {"signal": stopper.signal_name})
+        service.journal.append("loop.stopped", {"signal": stopper.signal_name, "cause": stopper.cause})

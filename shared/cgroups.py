@@ -54,10 +54,10 @@ def size_text(count: int) -> str:
     return f"{count} bytes"
 
 
-def _own_paths() -> dict[str, str]:
-    """Our cgroup per hierarchy: "v2" and each v1 controller name."""
+def _own_paths(pid: int | str = "self") -> dict[str, str]:
+    """Our cgroup (or process pid's) per hierarchy: "v2" and each v1 controller name."""
     paths: dict[str, str] = {}
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
         number, controllers, path = line.split(":", 2)
         if number == "0" and not controllers:
             paths["v2"] = path
@@ -175,6 +175,35 @@ def sweep_stale(where: Layout) -> list[str]:
         except (OSError, CgroupError):
             pass  # left for `banach doctor` to show; never a reason to refuse a new run
     return sorted(stale)
+
+
+def sweep_beside(pids: list[int]) -> list[str]:
+    """Sweep the stale runs in the `banach` cgroups beside these processes (their cgroups read now, while they live):
+    where `banach down` finds what a loop killed mid-turn left, once the loops are stopped. Creates nothing."""
+    try:
+        mounts = _mounts()
+    except OSError:
+        return []
+    swept: list[str] = []
+    seen: set[tuple[Path | None, tuple[tuple[str, Path], ...]]] = set()
+    for pid in pids:
+        try:
+            own = _own_paths(pid)
+        except OSError:
+            continue
+        bases: dict[str, Path] = {}
+        for key in ("v2", *V1_CONTROLLERS):
+            if key in mounts and key in own:
+                point, root = mounts[key]
+                relative = own[key][len(root):] if root != "/" and own[key].startswith(root) else own[key]
+                if (point / relative.lstrip("/") / "banach").is_dir():
+                    bases[key] = point / relative.lstrip("/") / "banach"
+        v2 = bases.pop("v2", None)
+        where = (v2, tuple(sorted(bases.items())))
+        if where not in seen:
+            seen.add(where)
+            swept += sweep_stale(Layout(v2, frozenset(), where[1], ()))
+    return swept
 
 
 def containment_available() -> str:

@@ -16,7 +16,8 @@ from shared.watch import Watcher
 class Stopper:
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.signal_name = ""
+        self.signal_name = ""  # the signal that asked, if one did
+        self.cause = ""  # what asked first: a signal's name, or another cause (shared/lifeline.py's supervisor gone)
 
     def install(self) -> Stopper:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -25,6 +26,11 @@ class Stopper:
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         self.signal_name = signal.Signals(signum).name
+        self.stop(self.signal_name)
+
+    def stop(self, cause: str) -> None:
+        """Ask for shutdown, from a signal handler or any thread; the first cause is the one kept."""
+        self.cause = self.cause or cause
         self.event.set()
 
     @property

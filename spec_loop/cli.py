@@ -8,7 +8,9 @@ from typing import TextIO
 
 import click
 
+from shared import lifeline, role_lock
 from shared.boundary import program_options, run_cli, startup_line, workspace_option
+from shared.daemon import Stopper
 from shared.isolation.policy import restrict_self
 from shared.workspace import Workspace
 from spec_loop.checks import check_canon
@@ -39,8 +41,12 @@ def drafts_from_arguments(arguments: tuple[str, ...], name: str | None) -> list[
     return drafts
 
 
-def _service(workspace: Path, reconcile_agent: str = "") -> SpecService:
+def _service(workspace: Path, reconcile_agent: str = "", *, command: str = "") -> SpecService:
+    """command: `once` or `run`, which are spec's one process of the workspace (shared/role_lock.py); a person's
+    edit or add is a change beside them, serialized with intake by spec's canon lock."""
     ws = Workspace.open(workspace)
+    if command:
+        role_lock.claim(ws, "spec", f"spec-loop {command}")
     startup_line(restrict_self(ws, "spec").banner("spec-loop"))
     return SpecService(ws, reconcile_agent=reconcile_agent)
 
@@ -71,7 +77,7 @@ def once(ctx: click.Context, workspace: Path, reconcile_agent: str) -> None:
 
     Example: spec-loop once --workspace ws
     """
-    service = _service(workspace, reconcile_agent)
+    service = _service(workspace, reconcile_agent, command="once")
     decision = take_inbox(service)
     for notice in service.notices:
         click.echo(notice)
@@ -89,7 +95,12 @@ def run(workspace: Path) -> None:
 
     Example: spec-loop run --workspace ws
     """
-    serve_inbox(_service(workspace), echo=click.echo)
+    stopper = Stopper().install()
+    service = _service(workspace, command="run")
+    watching = lifeline.watch(service.ws, stopper.stop)
+    if watching:
+        click.echo(f"spec-loop: {watching}", err=True)
+    serve_inbox(service, echo=click.echo, stopper=stopper)
 
 
 @cli.command()

@@ -35,4 +35,4 @@ def serve_inbox(service: SpecService, *, echo: Callable[[str], None], stopper: S
     try:
         serve(step, watcher, stopper, idle_seconds=30.0)
     finally:
-        service.journal.append("loop.stopped", {"signal": stopper.signal_name})
+        service.journal.append("loop.stopped", {"signal": stopper.signal_name, "cause": stopper.cause})

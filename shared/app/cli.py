@@ -152,7 +152,8 @@ def status(workspace: Path, as_json: bool) -> None:
 @cli.command()
 @workspace_option
 def up(workspace: Path) -> None:
-    """Start spec-loop, plan-loop and build-loop under supervisord for the workspace.
+    """Start spec-loop, plan-loop and build-loop under supervisord for the workspace; never a second set: loops of the
+    workspace running outside a supervisor (found by their locks) are stopped first.
 
     Example: banach up -w ws && banach ctl -w ws status
     """
@@ -198,13 +199,17 @@ def serve(workspace: Path, host: str | None, port: int | None, print_url: bool) 
 @cli.command()
 @workspace_option
 def down(workspace: Path) -> None:
-    """Stop the three loops (each finishes or abandons its step, journaled) and supervisord.
+    """Stop the loops (each finishes or abandons its step, journaled) and supervisord; then any loop of the workspace
+    still running outside it (found by its lock: one whose supervisord died, one started by hand). Exit 1 when loops
+    run on under systemd, which systemctl stops.
 
     Example: banach down -w ws
     """
     from shared.app import supervisor
 
-    click.echo("stopped" if supervisor.down(Workspace.open(workspace)) else "supervisor was not running")
+    result = supervisor.down(Workspace.open(workspace))
+    click.echo(result.summary())
+    result.refuse_left()
 
 
 @cli.command("run")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from canon.store import CanonStore
-from shared.app import supervisor
+from shared.app import loops, supervisor
 from shared.daemon import Stopper
 from shared.process import Outcome, Request, run
 from shared.workspace import Workspace
@@ -86,6 +86,11 @@ class Foreground:
             if supervisor.running(self.ws):
                 raise Stop(f"the loops of {self.ws.root} are running under supervisord ('banach up'); stop them with "
                            f"'banach down -w {self.ws.root}' first, or follow them with 'banach status -w {self.ws.root}'")
+            running = loops.find(self.ws)  # started by hand, or left by a supervisord that died
+            if running:
+                raise Stop(f"{'; '.join(loop.describe() for loop in running)} already runs in {self.ws.root}, and a "
+                           "workspace runs one process per role; wait for it to end, or stop it with "
+                           f"'banach down -w {self.ws.root}'")
             while True:
                 self._spec()
                 plan = self._plan()

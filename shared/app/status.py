@@ -7,6 +7,7 @@ from canon.model import Canon
 from canon.store import CanonStore
 from shared.app import needs as person
 from shared.app import supervisor
+from shared.app.runs import read_runs
 from shared.contracts import current_turn
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.blocks import current_blocks, explain, has_rounds_left
@@ -115,7 +116,9 @@ def status(ws: Workspace) -> dict[str, Any]:
     certified = bool(certificate and certificate["canon_version"] == canon_version and certificate["code_commit"] == head)
     fresh_plan = plan is not None and plan.canon_version == canon_version and plan.code_commit == head
     backend = ws.config.isolation.backend
-    processes = {p.role: {"state": p.state, "pid": p.pid} for p in supervisor.states(ws)}
+    programs = supervisor.states(ws)
+    processes = {p.role: {"state": p.state, "pid": p.pid} for p in programs}
+    found = {loop.role: loop for loop in supervisor.running_loops(ws, programs)}
     turns = current_turn.read_all(ws.role_dir("build"))
     now = next((turn for turn in turns if turn.lane is None), None)
     canon = canon_store.load() if canon_store.head() else None
@@ -163,8 +166,12 @@ def status(ws: Workspace) -> dict[str, Any]:
             "runs": describe_kinds(ws),
         },
         "environments": [line for role in ("spec", "plan", "build") for line in describe_cached(ws, role)],
-        "processes": processes,
-        "supervisor_running": bool(processes),
+        "processes": processes,  # supervisord's programs
+        "supervisor_running": bool(programs),
+        "loops": {role: {"running": found[role].as_json() if role in found else None,
+                         **read_runs(ws, role, running=role in found and not found[role].holder.one_shot).as_json()}
+                  for role in LOOP_ROLES},  # every loop by its lock, whoever started it, and its runs' record
+        "outside": sorted(role for role, loop in found.items() if loop.outside),
         "paths": {
             "canon": ws.relative(ws.canon), "code": ws.relative(ws.code), "inbox": ws.relative(ws.inbox),
             "fix_plan": ws.relative(ws.fix_plan_json),
@@ -293,14 +300,41 @@ def render(info: dict[str, Any]) -> str:
     for environment in info["environments"] or ["the project's code runs on Banach's own interpreter (it needs nothing "
                                                 "beyond pytest)"]:
         lines.append(f"environment {environment}")
-    if info["processes"]:
-        lines.append("processes   " + ", ".join(f"{role} {p['state'].lower()}" + (f" (pid {p['pid']})" if p["pid"] else "")
-                                                for role, p in info["processes"].items()))
-    else:
-        lines.append("processes   supervisor not running (start with 'banach up')")
+    lines.extend(_describe_processes(info))
     if info["fix_plan_error"]:
         lines.append(f"fix_plan    ERROR: {info['fix_plan_error']}")
     return "\n".join(lines)
+
+
+def _describe_processes(info: dict[str, Any]) -> list[str]:
+    """supervisord's programs, any loop running outside it (named first: a second set is what must not be), and each
+    loop's restarts and last end."""
+    lines = []
+    for role in info["outside"]:
+        running = info["loops"][role]["running"]
+        then = ("it ends by itself, and banach up refuses until then" if running["one_shot"] else
+                "banach up stops it before it starts the loops")
+        lines.append(f"OUTSIDE     {running['command'] or role} (pid {running['pid']}) runs outside the supervisor: "
+                     f"banach down -w {info['workspace']} stops it; {then}")
+    if info["processes"]:
+        lines.append("processes   supervisord: " + ", ".join(f"{role} {p['state'].lower()}" + (f" (pid {p['pid']})"
+                                                             if p["pid"] else "") for role, p in info["processes"].items()))
+    else:
+        lines.append("processes   supervisor not running (start with 'banach up')")
+    for role, loop in info["loops"].items():
+        running = loop["running"]
+        if running and running["under"] != "outside" and running["under"] != "supervisord":
+            lines.append(f"  {role:9} running under {running['under']} (pid {running['pid']})")
+        if not loop["starts"]:
+            continue
+        end = loop["last_end"]
+        lines.append(f"  {role:9} {_count(loop['starts'], 'run')}, {_count(loop['restarts'], 'restart')}"
+                     + (f"; last ended {end['text']}" if end else ""))
+    return lines
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number} {word}{'' if number == 1 else 's'}"
 
 
 def _evidence(plan: fix_plan_file.FixPlan | None, canon: Canon | None) -> dict[str, Any]:

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shared.app import loops
 from shared.atomic import write_text
+from shared.cgroups import sweep_beside
 from shared.errors import SupervisorError
 from shared.provider_keys import keep_keys_out_of_environment
 from shared.socket_path import address, forget
@@ -144,10 +146,52 @@ def start_program(ws: Workspace, name: str) -> None:
         _proxy(ws).supervisor.startProcess(name, True)
 
 
+def _pid_file(ws: Workspace) -> int | None:
+    try:
+        return int((ws.supervisor_dir / "supervisord.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def running_loops(ws: Workspace, programs: list[ProgramState] | None = None) -> list[loops.Loop]:
+    """Every loop of the workspace (by its lock), with what it runs under; programs: states(ws), when read already."""
+    programs = states(ws) if programs is None else programs
+    return loops.find(ws, _pid_file(ws) if programs else None, [p.pid for p in programs if p.pid])
+
+
+def _make_way(ws: Workspace, found: list[loops.Loop], say: Callable[[str], None]) -> None:
+    """Before `up` starts anything: stop the loops that run outside any supervisor; refuse for systemd's and for a
+    one-shot command (a person's, or `banach run`'s), which ends by itself."""
+    outside = [loop for loop in found if loop.under != loops.SUPERVISORD]
+    units = [loop for loop in outside if loop.under]
+    if units:
+        raise SupervisorError(
+            f"this workspace's loops run under systemd ({'; '.join(loop.describe() for loop in units)}); 'banach up' "
+            "starts no second set. Manage them with systemctl, or stop the units (systemctl stop "
+            f"{' '.join(loop.under.removeprefix('systemd unit ') for loop in units)}) to run them under 'banach up'")
+    one_shots = [loop for loop in outside if loop.holder.one_shot]
+    if one_shots:
+        raise SupervisorError(
+            f"{'; '.join(loop.describe() for loop in one_shots)} is running in the workspace {ws.root}; 'banach up' "
+            f"starts the loops once it has ended, or stop it first (banach down -w {ws.root} stops it)")
+    ended = loops.stop(outside)
+    for loop in outside:
+        say(f"banach up: {ended.get(loop.pid, 'gone')}: {loop.describe()}, which ran outside the supervisor")
+
+
 def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0,
        echo: Callable[[str], None] | None = None) -> list[ProgramState]:
+    """Start supervisord and the loops, never a second set: loops of the workspace running outside a supervisor (one
+    whose supervisord died, one started by hand) are stopped first. With supervisord running already, those outside
+    are stopped and a program that gave up (FATAL, for instance because one of them held its lock) is started again."""
+    say = echo or (lambda _line: None)
     if running(ws):
+        _make_way(ws, running_loops(ws), say)
+        for program in states(ws):
+            if program.state == "FATAL":
+                start_program(ws, program.role)
         return states(ws)
+    _make_way(ws, running_loops(ws), say)
     if users is None and ws.config.isolation.backend == "users":
         from shared.isolation.users import supervisor_users
 
@@ -162,8 +206,7 @@ def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0
     # of the same user can read: it goes to its key file instead
     env, moved = keep_keys_out_of_environment(ws)
     for what in moved:
-        if echo is not None:
-            echo(f"banach up: stored the provider key {what}; supervisord and the loops start without the variable")
+        say(f"banach up: stored the provider key {what}; supervisord and the loops start without the variable")
     result = subprocess.run([sys.executable, "-c", "from supervisor.supervisord import main; main()", "-c", str(conf)],
                             capture_output=True, text=True, cwd=ws.supervisor_dir, timeout=60, env=env)
     if result.returncode != 0:
@@ -179,23 +222,50 @@ def up(ws: Workspace, *, users: dict[str, str] | None = None, wait: float = 20.0
                           f"see the logs in {ws.relative(ws.supervisor_dir)}")
 
 
-def down(ws: Workspace, *, wait: float = 60.0) -> bool:
-    """Stop every program (SIGTERM, then supervisord escalates) and supervisord itself. True if it was up."""
-    if not running(ws):
-        return False
-    pid_file = ws.supervisor_dir / "supervisord.pid"
-    pid = int(pid_file.read_text().strip()) if pid_file.exists() else None
-    try:
-        _proxy(ws).supervisor.shutdown()
-    except (OSError, xmlrpc.client.Fault):
-        pass
-    deadline = time.monotonic() + wait
-    while pid and _alive(pid):
-        if time.monotonic() >= deadline:
-            raise SupervisorError(f"supervisord (pid {pid}) did not stop within {wait:g}s")
-        time.sleep(0.1)
-    forget(ws.supervisor_dir, SOCKET)
-    return True
+@dataclass(frozen=True)
+class Down:
+    supervisord: bool  # it was running, and is stopped
+    stopped: tuple[str, ...]  # the loops stopped outside it, each described with how it ended
+    left: tuple[str, ...]  # the loops left running: systemd's, which systemctl stops
+
+    def summary(self) -> str:
+        lines = ["stopped supervisord and its programs" if self.supervisord else "supervisor was not running"]
+        lines += [f"stopped {what}, which ran outside the supervisor" for what in self.stopped]
+        if not self.supervisord and not self.stopped:
+            lines = ["nothing of the workspace was running"]
+        return "\n".join(lines)
+
+    def refuse_left(self) -> None:
+        if self.left:
+            raise SupervisorError(f"left running under systemd: {'; '.join(self.left)}. banach down does not stop "
+                                  "systemd's units; stop them with systemctl stop banach-spec banach-plan banach-build")
+
+
+def down(ws: Workspace, *, wait: float = 60.0) -> Down:
+    """Stop every program (SIGTERM, then supervisord escalates) and supervisord itself, then every loop of the
+    workspace still holding its lock outside any supervisor (an orphan of a supervisord that died, one started by
+    hand, a one-shot command); then kill the run cgroups the killed ones left. systemd's loops are left, named."""
+    up_now = running(ws)
+    supervisord = _pid_file(ws) if up_now else None
+    # read now, while they live: the folders where their runs' cgroups are
+    beside = [pid for pid in (supervisord, *(loop.pid for loop in running_loops(ws)), os.getpid()) if pid]
+    if up_now:
+        try:
+            _proxy(ws).supervisor.shutdown()
+        except (OSError, xmlrpc.client.Fault):
+            pass
+        deadline = time.monotonic() + wait
+        while supervisord and _alive(supervisord):
+            if time.monotonic() >= deadline:
+                raise SupervisorError(f"supervisord (pid {supervisord}) did not stop within {wait:g}s")
+            time.sleep(0.1)
+        forget(ws.supervisor_dir, SOCKET)
+    found = loops.find(ws)
+    outside = [loop for loop in found if not loop.under]
+    ended = loops.stop(outside)
+    sweep_beside(beside)
+    return Down(up_now, tuple(f"{loop.describe()} ({ended.get(loop.pid, 'gone')})" for loop in outside),
+                tuple(loop.describe() for loop in found if loop.under))
 
 
 def _alive(pid: int) -> bool:

@@ -2,7 +2,8 @@
 
 The dashboard writes no store of the loops: unblocking and resuming are `build-loop` commands (build's journal),
 a canon edit is `spec-loop edit --text-from -` (spec-loop validates, dry-runs and commits, or refuses with file:line),
-a fresh plan pass is `plan-loop once`; pausing and restarting go through the supervisor.
+a fresh plan pass is `plan-loop once` (a supervised plan-loop is stopped meanwhile); pausing and restarting go
+through the supervisor.
 Its own journal (state/serve/journal.db, hash-chained) records each request: what, from where, and what came of it."""
 from __future__ import annotations
 
@@ -73,9 +74,18 @@ def restart(ws: Workspace, role: str) -> Result:
 
 
 def plan_pass(ws: Workspace) -> Result:
-    """`plan-loop once`: a pass from scratch now, even when the last one still describes (V, C); a supervised
-    plan-loop's own pass and this one take turns (plan's pass lock)."""
-    return _run(ws, "plan", "once")
+    """`plan-loop once`: a pass from scratch now, even when the last one still describes (V, C). A workspace runs one
+    plan process at a time (shared/role_lock.py): a supervised plan-loop is stopped for the pass (it finishes the
+    pass it is in) and started again after; one running outside the supervisor makes `plan-loop once` refuse, naming
+    it."""
+    supervised = any(p.role == "plan" and p.state == "RUNNING" for p in supervisor.states(ws))
+    if supervised:
+        supervisor.stop_program(ws, "plan")
+    try:
+        return _run(ws, "plan", "once")
+    finally:
+        if supervised:
+            supervisor.start_program(ws, "plan")
 
 
 def save_document(ws: Workspace, document: str, text: str) -> Result:

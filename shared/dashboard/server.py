@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
+import signal
 import socket
 import threading
 from collections.abc import Awaitable, Callable
@@ -19,6 +21,7 @@ import jinja2
 from aiohttp import web
 
 from canon.model import STRENGTHS
+from shared import lifeline
 from shared.app.status import render as render_status
 from shared.dashboard import actions, auth, query
 from shared.errors import BanachError
@@ -245,6 +248,9 @@ def make_app(ws: Workspace) -> web.Application:
 
 def serve(ws: Workspace, host: str, port: int, echo: Callable[[str], None]) -> None:
     app = make_app(ws)
+    watching = lifeline.watch(ws, lambda _cause: os.kill(os.getpid(), signal.SIGTERM))  # run_app stops on SIGTERM
+    if watching:
+        echo(f"banach serve: {watching}")
     sock = socket.create_server((host, port), reuse_port=False)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host

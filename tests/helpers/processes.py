@@ -73,3 +73,85 @@ def wait_gone(pid: int, timeout: float = 10.0) -> bool:
 def run_cgroups(cgroup_text: str) -> list[str]:
     """The run cgroups (".../banach/run-...") named in a /proc/PID/cgroup dump."""
     return [line.split(":", 2)[2] for line in cgroup_text.splitlines() if "/banach/run-" in line]
+
+
+def in_folder(root: Path) -> list[int]:
+    """Live processes whose working folder is root or beneath it: what a workspace may not keep once it is down."""
+    inside = str(root.resolve())
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd").removesuffix(" (deleted)")
+        except OSError:  # gone, or not ours to read
+            continue
+        if (cwd == inside or cwd.startswith(inside + "/")) and alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def describe(pids: list[int]) -> str:
+    """Each pid with its command line, for a failing assertion."""
+    lines = []
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            command = "(gone)"
+        lines.append(f"{pid}: {command}")
+    return "\n".join(lines)
+
+
+def wait_all_gone(pids: list[int], timeout: float) -> dict[int, float]:
+    """Wait for processes that are not our children to end; pid -> seconds until it was seen gone (pidfds, no polling).
+    A pid missing from the answer outlived the timeout."""
+    import select
+    import time
+
+    began = time.monotonic()
+    handles: dict[int, int] = {}
+    ended: dict[int, float] = {}
+    for pid in pids:
+        try:
+            handles[os.pidfd_open(pid)] = pid
+        except ProcessLookupError:
+            ended[pid] = 0.0
+    try:
+        while len(ended) < len(pids):
+            remaining = began + timeout - time.monotonic()
+            if remaining <= 0:
+                break
+            ready, _, _ = select.select([fd for fd, pid in handles.items() if pid not in ended], [], [], remaining)
+            for fd in ready:
+                ended[handles[fd]] = time.monotonic() - began
+    finally:
+        for fd in handles:
+            os.close(fd)
+    return ended
+
+
+def kill_tree(root: int) -> list[int]:
+    """A power cut for one process tree: SIGSTOP root and its descendants until no new one appears (nothing stopped can
+    react or fork), then SIGKILL them all, and wait until they are gone. Returns the pids killed."""
+    import signal
+
+    stopped: set[int] = set()
+    while True:
+        found = ({root} if alive(root) else set()) | set(live_descendants(root))
+        new = found - stopped
+        if not new:
+            break
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        stopped |= new
+    for pid in stopped:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    wait_all_gone(sorted(stopped), 30)
+    return sorted(stopped)

@@ -100,3 +100,31 @@ def custom(tmp: Path, canon_text: str, agent_script: str, *, config: str = "") -
 
 # banach.toml lines for a CLI that talks to its model directly: the default network is the gateway's only
 OPEN = '\n[gateway]\nnetwork = "open"  # this CLI talks to its model directly\n'
+
+
+MODULES = {"spec-loop": "spec_loop", "plan-loop": "plan_loop", "build-loop": "build_loop"}
+
+
+def start(program: str, ws: Workspace, *args: str, log: Path, env: dict[str, str] | None = None
+          ) -> subprocess.Popen[bytes]:
+    """A loop's command started by hand, as a person starts it in a terminal (its own session), logging to `log`;
+    the caller ends it (stop)."""
+    import os
+
+    with log.open("ab") as out:
+        return subprocess.Popen([sys.executable, "-m", MODULES[program], *args, "--workspace", str(ws.root)],
+                                stdout=out, stderr=subprocess.STDOUT, cwd=ws.root, start_new_session=True,
+                                env={**os.environ, **(env or {})})
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> int:
+    """SIGTERM, and the exit code once it has ended (SIGKILL after `timeout`)."""
+    import signal
+
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -14,8 +16,10 @@ import pytest
 import build_loop
 from shared.app import supervisor
 from shared.isolation.users import account_name, lookup, remove_users, setup_users
-from shared.workspace import Workspace
+from shared.role_lock import holder
+from shared.workspace import LOOP_ROLES, Workspace
 from tests.helpers.probe import script, targets_json
+from tests.helpers.processes import wait_all_gone
 from tests.helpers.waiting import wait_until
 from tests.helpers.workspaces import cli, example
 
@@ -111,6 +115,13 @@ def test_supervisord_runs_each_loop_as_its_account(users_ws: Workspace) -> None:
     info = json.loads(cli("banach", "status", "--json", "--workspace", str(ws.root)).stdout)
     assert info["isolation"]["backend"] == "users"
     assert all(role["enforced"] for role in info["isolation"]["roles"].values())
+    # each account holds its role's lock in its own state, and its loop stops when supervisord dies (issue 42)
+    loops = {p.role: p.pid for p in supervisor.states(ws) if p.role in LOOP_ROLES}
+    assert {role: info["loops"][role]["running"]["pid"] for role in LOOP_ROLES} == loops
+    assert all(info["loops"][role]["running"]["under"] == "supervisord" for role in LOOP_ROLES)
+    os.kill(int((ws.supervisor_dir / "supervisord.pid").read_text()), signal.SIGKILL)
+    assert len(wait_all_gone([pid for pid in loops.values() if pid], 30)) == 3
+    assert all(holder(ws, role) is None for role in LOOP_ROLES)
 
 
 def test_users_backend_refuses_the_wrong_account(tmp_path: Path) -> None:
