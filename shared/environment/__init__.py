@@ -5,9 +5,9 @@ where its packages are imported from.
     env.python    # the interpreter conformance runs and checks use
     env.roots     # the import roots in the code's tree: ("",) for a flat layout, ("src",) for a src layout
 
-What it needs is read from the commit's objects (never a work tree): `[project]` dependencies and the test extras
-of pyproject.toml (and PEP 735 groups), setup.cfg's install_requires and test extras, an sdist's
-*.egg-info/requires.txt, and requirements files; `[env] requirements` adds to them. A project that needs nothing
+What it needs is read from the commit's objects (never a work tree), and only what its tests need (needs.py): its
+run-time dependencies and its test extra or group or the requirements file its test configuration names, not docs,
+lint, typing or release tooling; `[env] requirements` adds to them. A project that needs nothing
 beyond pytest runs on Banach's own interpreter, as before. Otherwise a venv is built once per key (the dependency
 files, the interpreter, the [env] config) under the state of the role that first needs it (`state/ROLE/env/KEY`; each
 role writes only its own state), and the other roles use that one, read-only. It is built sandboxed like a check:
@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.atomic import file_lock, write_json
-from shared.environment.files import ProjectEnvError, has_build_files, import_roots, is_dependency_file, own_pytest, requirements
+from shared.environment.files import ProjectEnvError, has_build_files, import_roots, is_dependency_file
 from shared.environment.installer import build
+from shared.environment.needs import what_tests_need
 from shared.git import GitRepo
 from shared.workspace import LOOP_ROLES, Role, Workspace
 
@@ -62,6 +63,21 @@ class ProjectEnv:
 
 
 OWN = ProjectEnv(sys.executable, ("",), "")  # Banach's own interpreter, the code's root: a project with no needs
+
+
+def requirements(files: Mapping[str, bytes], extra: tuple[str, ...] = ()) -> list[str]:
+    """What the project's tests need installed, from its dependency files (needs.what_tests_need), as pip reads it."""
+    return what_tests_need(files, extra).requirements
+
+
+def own_pytest(found: list[str]) -> list[str]:
+    """The conformance runner needs pytest in the environment: Banach's version unless the project names one."""
+    import re
+
+    import pytest
+
+    named = any(re.match(r"^pytest\s*(?:[<>=!~;\[]|$)", r) for r in found)
+    return found if named else [*found, f"pytest=={pytest.__version__}"]
 
 
 
