@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 
 def writable_paths(ws: Workspace, role: Role) -> list[Path]:
+    """The role's row of the table, and, for a loop that measures code, the machine's environment cache, where it may
+    build the project's environment (shared/environment/cache.py; under the users backend, its account's folder)."""
+    from shared.environment.cache import cache_root
+
     own = ws.role_dir(role)
     table: dict[str, list[Path]] = {
         "spec": [ws.canon, ws.inbox, own],
@@ -34,7 +38,7 @@ def writable_paths(ws: Workspace, role: Role) -> list[Path]:
         "build": [ws.code, own],
         "monitor": [own],
     }
-    return table[role]
+    return table[role] + ([cache_root(ws, role)] if role != "monitor" else [])
 
 
 def hidden_paths(ws: Workspace, role: Role) -> list[Path]:
@@ -110,7 +114,11 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     backend = ws.config.isolation.backend
     paths = writable_paths(ws, role)
     for path in paths:
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except PermissionError:
+            raise IsolationError(f"{role}-loop may not make {path}, a folder it writes: under the users backend run "
+                                 f"'sudo banach setup-users -w {ws.root}', which makes it") from None
     scratch = ws.role_dir(role) / "tmp"
     scratch.mkdir(parents=True, exist_ok=True)
     os.environ["TMPDIR"] = str(scratch)
