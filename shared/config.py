@@ -267,6 +267,13 @@ class EnvConfig(Model):
     max_cache_bytes: int = Field(
         20 * 2**30, gt=0, description="disk the cache may hold: past it, the least recently used environments beyond "
                                       "`keep` are removed (each workspace that builds one prunes by its own setting)")
+    max_memory_bytes: int = Field(4 * 2**30, gt=0, description="memory of one step of an environment's build, all its "
+                                                               "processes together (needs a memory cgroup)")
+    max_processes: int = Field(512, gt=0, description="processes one step of an environment's build may have at once "
+                                                      "(needs a pids cgroup)")
+    max_seconds: float = Field(
+        900.0, gt=0, description="wall-clock seconds for a whole environment's build; one a turn's change needs gets "
+                                 "what is left of that turn's build.turn_timeout instead, when that is less")
 
 
 class ServeConfig(Model):

@@ -10,8 +10,9 @@ run-time dependencies and its test extra or group or the requirements file its t
 lint, typing or release tooling; `[env] requirements` adds to them. A project that needs nothing beyond pytest runs on
 Banach's own interpreter, as before. Otherwise a venv is built once per machine for its key (every dependency file,
 the interpreter, the [env] settings that change what is built) in the machine's cache (cache.py), used read-only by
-every workspace and role there, and pruned by age and size. It is built sandboxed like a check (installer.py). A
-build that fails is a named failure with pip's words. The project
+every workspace and role there, and pruned by age and size. Its build runs in views of its own (installer.py),
+bounded like a turn: a step's memory and processes are capped, and the whole build gets [env] max_seconds, or what is
+left of the turn whose change needs it (`budget`). A build that fails is a named failure with pip's words. The project
 itself is never installed: only its METADATA is, made by its own build in a folder of its own (the venv read-only to
 that code, the agent's); what is measured is the commit's export, first on sys.path from its import roots. The code's
 files may name packages of the index only (no options, no direct references).
@@ -30,7 +31,7 @@ from pathlib import Path
 from shared.atomic import write_json
 from shared.environment.cache import EnvCache, cache_base, folder_size
 from shared.environment.files import ProjectEnvError, has_build_files, import_roots, is_dependency_file
-from shared.environment.installer import BUILD_TIMEOUT, build
+from shared.environment.installer import Bounds, build
 from shared.environment.needs import Needs, what_tests_need
 from shared.git import GitRepo
 from shared.workspace import LOOP_ROLES, Role, Workspace
@@ -115,10 +116,12 @@ def _wanted(ws: Workspace, repo: GitRepo, commit: str) -> _Wanted:
     return _Wanted(files, roots, needs, python, key)
 
 
-def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Path | None = None) -> ProjectEnv:
+def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Path | None = None, *,
+                budget: float | None = None) -> ProjectEnv:
     """The environment the code at commit is measured in, built when the machine has none for its key (under the key's
     lock: lanes, passes and other workspaces may ask at once). tree: the commit's files on disk, installed into a new
-    environment for their metadata ([env] install_project)."""
+    environment for their metadata ([env] install_project). budget: seconds the build may take at most (what is left
+    of a turn), else [env] max_seconds."""
     wanted = _wanted(ws, repo, commit)
     if not wanted.key:
         _remember(ws, role, wanted, None)
@@ -126,8 +129,9 @@ def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Pat
     cache = EnvCache.of(ws, role)
     folder = cache.find(wanted.key)
     if folder is None or not cache.hold(folder):
-        with cache.building(wanted.key, time.monotonic() + BUILD_TIMEOUT, f"{BUILD_TIMEOUT:.0f} s") as found:
-            folder = found or _build(ws, role, cache, wanted, tree, commit)
+        bounds = Bounds.of(ws, budget)
+        with cache.building(wanted.key, bounds.deadline, bounds.why) as found:
+            folder = found or _build(ws, role, cache, wanted, tree, bounds, commit)
         if not cache.hold(folder):
             raise ProjectEnvError(f"the project's environment {folder} was removed as soon as it was built: another "
                                   f"process is pruning {cache.root}; raise [env] max_cache_bytes or keep")
@@ -137,12 +141,13 @@ def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Pat
                       folder)
 
 
-def _build(ws: Workspace, role: Role, cache: EnvCache, wanted: _Wanted, tree: Path | None, commit: str) -> Path:
+def _build(ws: Workspace, role: Role, cache: EnvCache, wanted: _Wanted, tree: Path | None, bounds: Bounds,
+           commit: str) -> Path:
     started = time.monotonic()
     folder = cache.root / wanted.key
     project = tree if ws.config.env.install_project and has_build_files(wanted.files) else None
     downloads = ws.role_dir(role) / "env" / f"{ws.config.env.tool}-cache"  # the workspace's own: see SECURITY.md
-    installed = build(ws, folder, wanted.python, wanted.needs.requirements, downloads, project)
+    installed = build(ws, folder, wanted.python, wanted.needs.requirements, downloads, project, bounds)
     write_json(folder / "env.json", {
         "python": wanted.python, "tool": ws.config.env.tool, "requirements": [list(pair) for pair in wanted.needs.named],
         "left_out": [list(pair) for pair in wanted.needs.left_out], "project_installed": installed or "not asked",

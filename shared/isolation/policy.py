@@ -140,7 +140,7 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     load_or_create_key(ws.keys_dir / f"{role}.key")
     for other in ROLES:
         ws.role_dir(other).mkdir(parents=True, exist_ok=True)
-    cgroups = cgroup_parents() if role in ("build", "plan") else ()
+    cgroups = cgroup_parents() if role in ("build", "plan", "spec") else ()  # spec's dry run builds environments too
     # A check cut off the network (sandbox --offline) started by an ordinary user maps its user namespace's ids by
     # writing /proc/self/uid_map, under every Landlock layer above it; its own layer then allows no /proc write.
     proc = [Path("/proc")] if os.geteuid() != 0 and role in ("spec", "plan", "build") else []
@@ -148,7 +148,7 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     extra = f"; the agent CLIs' own state: {', '.join(map(str, agent_state))}" if agent_state else ""
     if cgroups:
         extra += f"; its run cgroups under {', '.join(map(str, cgroups))}"
-    elif role in ("build", "plan"):
+    elif role in ("build", "plan", "spec"):
         from shared.cgroups import containment_available
 
         extra += (f"; NO run cgroups ({containment_available() or 'none could be made'}): a turn's processes are ended "
