@@ -260,8 +260,9 @@ class EnvConfig(Model):
                           "always the commit's code, first on sys.path")
     cache: str = Field(
         "", description="the machine's folder of environments, shared read-only by every workspace and role (each "
-                        "dependency set is built once per machine); empty: $XDG_CACHE_HOME/banach/env when set, else "
-                        "/var/cache/banach/env for root (and the users backend), ~/.cache/banach/env for anyone else")
+                        "dependency set is built once per machine); empty: /var/cache/banach/env under the users backend, "
+                        "else $XDG_CACHE_HOME/banach/env when set, else /var/cache/banach/env for root, "
+                        "~/.cache/banach/env for anyone else")
     keep: int = Field(3, ge=1, description="environments pruning never removes: the most recently used")
     max_age_days: float = Field(30.0, gt=0, description="an environment unused this long is removed (beyond `keep`)")
     max_cache_bytes: int = Field(

@@ -8,10 +8,11 @@ by every workspace and role of the machine, and pruned by age and size.
     cache.hold(folder)                     # its last use recorded, and kept from pruning while this process needs it
     cache.prune()                          # the least recently used, beyond [env] keep, past its age or the disk cap
 
-Where: [env] cache, else $XDG_CACHE_HOME/banach/env, else /var/cache/banach/env for root and ~/.cache/banach/env for
-anyone else. Under the users backend each role account builds in a folder of its own there (ACCOUNT/), which the
-other accounts read and never write. A role's folder holds KEY/ (venv/, env.json), KEY.building/ while one is built,
-KEY.lock, used/KEY (its last use, as the file's time) and prune.lock.
+Where: [env] cache, else /var/cache/banach/env under the users backend, else $XDG_CACHE_HOME/banach/env, else
+/var/cache/banach/env for root and ~/.cache/banach/env for anyone else. Under the users backend each role account
+builds in a folder of its own there (ACCOUNT/, made by setup-users), which the other accounts read and never write.
+A role's folder holds KEY/ (venv/, env.json), KEY.building/ while one is built, KEY.lock, used/KEY (its last use, as
+the file's time) and prune.lock.
 
 Who holds what: a builder holds KEY.lock exclusively; a process that uses an environment holds it shared (its last
 few, for as long as it lives), and pruning takes it exclusively without waiting, so it never removes one being
@@ -45,9 +46,11 @@ def cache_base(ws: Workspace) -> Path:
     """The machine's folder of environments, as [env] cache or the defaults say."""
     if ws.config.env.cache:
         return Path(os.path.expanduser(ws.config.env.cache))
+    if ws.config.isolation.backend == "users":  # the role accounts' own: neither has a HOME nor shares the operator's
+        return Path("/var/cache/banach/env")
     if os.environ.get("XDG_CACHE_HOME"):
         return Path(os.environ["XDG_CACHE_HOME"]) / "banach" / "env"
-    if os.geteuid() == 0 or ws.config.isolation.backend == "users":
+    if os.geteuid() == 0:
         return Path("/var/cache/banach/env")
     return Path.home() / ".cache" / "banach" / "env"
 
