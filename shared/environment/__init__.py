@@ -214,7 +214,7 @@ def describe(ws: Workspace) -> list[str]:
                      + _needs_text(record.get("requirements", []), record.get("left_out", [])))  # type: ignore[arg-type]
     entries = EnvCache.of(ws, "plan").entries()
     config = ws.config.env
-    if entries or seen:
+    if entries or any(seen):  # a key of "" is Banach's own interpreter, which needs no cache
         lines.append(f"cache {cache_base(ws)}: {len(entries)} environment(s), "
                      f"{sum(entry.size for entry in entries) / 2**20:.0f} MiB of {config.max_cache_bytes / 2**20:.0f} MiB "
                      f"([env] max_cache_bytes); keeps the last {config.keep} used, removes others unused for "

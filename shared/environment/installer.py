@@ -174,16 +174,20 @@ class _Steps:
         left = self.bounds.deadline - time.monotonic()
         if left <= 0:
             raise ProjectEnvError(f"the project's environment could not be built within {self.bounds.why}: no time "
-                                  f"was left for its {step} step")
+                                  f"was left for its {step} step (raise build.turn_timeout or [env] max_seconds in "
+                                  "banach.toml if it needs more)")
         outcome = run(Request(argv, cwd=cwd, env=env, timeout=left, grace=STOP_GRACE, limits=self.bounds.limits))
         if outcome.timed_out:
             raise ProjectEnvError(f"the project's environment could not be built within {self.bounds.why}: its {step} "
-                                  f"step was stopped after {outcome.duration:.0f} s\n{_tail(outcome)}")
+                                  f"step was stopped after {outcome.duration:.0f} s\n{_tail(outcome)}\nIf the "
+                                  "dependencies are meant to take that long, raise build.turn_timeout or [env] "
+                                  "max_seconds in banach.toml")
         if outcome.capped:
             config = self.ws.config.env
             raise ProjectEnvError(f"the project's environment could not be built within its caps: its {step} step hit "
                                   f"{outcome.capped} ([env] max_memory_bytes = {config.max_memory_bytes}, "
-                                  f"max_processes = {config.max_processes})\n{_tail(outcome)}")
+                                  f"max_processes = {config.max_processes} in banach.toml: raise them if the "
+                                  f"dependencies' build needs more)\n{_tail(outcome)}")
         return outcome
 
     def refusals(self) -> str:
