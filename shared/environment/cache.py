@@ -102,7 +102,12 @@ class EnvCache:
         """The key's environment, if it is complete (found now, or made by another builder while this one waited);
         else None, with the key's lock held exclusively for the caller to build it. Waits no longer than the deadline
         (why: what the deadline is, for the error)."""
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o755)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o755)
+        except PermissionError:
+            raise ProjectEnvError(f"{self.role}-loop may not make {self.root}, where it builds the project's "
+                                  f"environments: under the users backend run 'sudo banach setup-users -w "
+                                  f"{self.ws.root}', which makes it, or name a folder it may write in [env] cache") from None
         lock = self.root / f"{key}.lock"
         _release(lock)  # a descriptor of ours holding it shared would keep us waiting on ourselves
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
