@@ -236,7 +236,10 @@ class Governor:
         turn.facts["left"] = {path: entry.blob if entry else None for path, entry in entries.items()}  # for its diff
         if not entries:
             return self._no_change(turn)
-        setup = self.measure.for_change(self.code, turn, entries)  # the tamper scan, and the change's environment
+        # what is left of the turn's budget since its agent started (the fence and the guards took their share) is
+        # the build's, if the change needs a new environment
+        left = (self.options.turn_timeout or self.ws.config.build.turn_timeout) - (time.time() - turn.ran.started)
+        setup = self.measure.for_change(self.code, turn, entries, left)  # the tamper scan, and the change's environment
         if setup.refusal:
             self._roll_back(turn)
             return self._failed(turn, "rollback", setup.refusal, changed=sorted(entries), feedback=setup.feedback, **setup.facts)

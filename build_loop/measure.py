@@ -66,9 +66,10 @@ class Measurer:
                 done.touch()
         return target
 
-    def environment(self, code: GitRepo, commit: str) -> ProjectEnv:
-        """The project's environment at this commit (shared/environment.py), built in build's state when new."""
-        return project_env(self.ws, "build", code, commit, self.tree)
+    def environment(self, code: GitRepo, commit: str, budget: float | None = None) -> ProjectEnv:
+        """The project's environment at this commit (shared/environment/), built when the machine has none; budget:
+        the seconds its build may take at most (else [env] max_seconds)."""
+        return project_env(self.ws, "build", code, commit, self.tree, budget=budget)
 
     def sensors(self, item: Item, canon: Canon, canon_dir: Path, project: ProjectEnv | None = None) -> list[Sensor]:
         project = project or OWN
@@ -145,10 +146,12 @@ class Measurer:
         return self.read([replace(s, python=project.python, roots=project.roots) for s in sensors], canon_dir, scratch,
                          project, tree=tree)
 
-    def for_change(self, code: GitRepo, turn: Turn, entries: dict[str, Entry | None]) -> ChangeSetup:
+    def for_change(self, code: GitRepo, turn: Turn, entries: dict[str, Entry | None], budget: float) -> ChangeSetup:
         """What a turn's change is measured with, or why it is not measured at all: the tamper scan first, then the
         environment: the checkpoint's, unless the change touches the project's dependency files; then the one its
-        files need (built now, from a trial commit of the change), and a change that breaks it is refused."""
+        files need (built now, from a trial commit of the change, within `budget`: the seconds left of the turn, so
+        that the build counts against the turn that asked for it), and a change that breaks it, or that cannot be
+        built within the turn's budget or the build's caps, is refused."""
         tampered = self.tampering(code, entries, turn.item, turn.canon, turn.checkpoint)
         if tampered:
             return ChangeSetup(None, [], f"the tamper scan: {'; '.join(tampered[:3])}", {"tamper": tampered},
@@ -157,7 +160,7 @@ class Measurer:
             return ChangeSetup(turn.project, turn.sensors)
         trial, _ = code.commit_entries(turn.checkpoint, entries, "a trial of the project's environment", {}, role="build")
         try:
-            project = self.environment(code, trial)
+            project = self.environment(code, trial, budget)
         except ProjectEnvError as exc:
             why = str(exc)
             return ChangeSetup(None, [], f"the change breaks the project's environment: {why.splitlines()[0]}",

@@ -258,6 +258,23 @@ class EnvConfig(Model):
         True, description="also install the project itself (without its dependencies) when its environment is built, "
                           "so that code reading its own metadata (importlib.metadata.version) works; what is measured is "
                           "always the commit's code, first on sys.path")
+    cache: str = Field(
+        "", description="the machine's folder of environments, shared read-only by every workspace and role (each "
+                        "dependency set is built once per machine); empty: /var/cache/banach/env under the users backend, "
+                        "else $XDG_CACHE_HOME/banach/env when set, else /var/cache/banach/env for root, "
+                        "~/.cache/banach/env for anyone else")
+    keep: int = Field(3, ge=1, description="environments pruning never removes: the most recently used")
+    max_age_days: float = Field(30.0, gt=0, description="an environment unused this long is removed (beyond `keep`)")
+    max_cache_bytes: int = Field(
+        20 * 2**30, gt=0, description="disk the cache may hold: past it, the least recently used environments beyond "
+                                      "`keep` are removed (each workspace that builds one prunes by its own setting)")
+    max_memory_bytes: int = Field(4 * 2**30, gt=0, description="memory of one step of an environment's build, all its "
+                                                               "processes together (needs a memory cgroup)")
+    max_processes: int = Field(512, gt=0, description="processes one step of an environment's build may have at once "
+                                                      "(needs a pids cgroup)")
+    max_seconds: float = Field(
+        900.0, gt=0, description="wall-clock seconds for a whole environment's build; one a turn's change needs gets "
+                                 "what is left of that turn's build.turn_timeout instead, when that is less")
 
 
 class ServeConfig(Model):

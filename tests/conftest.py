@@ -21,6 +21,7 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))  # the machine's environment cache: this test's own
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("BANACH_WORKSPACE", raising=False)
     monkeypatch.delenv("VISUAL", raising=False)
@@ -34,7 +35,7 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 def _no_environment_drift() -> object:
     before = dict(os.environ)
     yield
-    allowed = {"HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "XDG_RUNTIME_DIR", "PYTEST_CURRENT_TEST"}
+    allowed = {"HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "PYTEST_CURRENT_TEST"}
     drift = {k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)} - allowed
     assert not drift, f"the test changed the environment: {sorted(drift)}"
 

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from shared.environment.cache import EnvCache
 from shared.isolation.sandbox import landlock_abi
+from shared.workspace import Workspace
 from tests.helpers.workspaces import AGENTS, cli, git
 
 pytestmark = pytest.mark.slow
@@ -151,7 +153,7 @@ def test_a_real_project_from_init_to_deliver(tmp_path: Path, name: str) -> None:
     assert status["certified"] is True, status
     delivered = ok(cli("banach", "deliver", "--with-tests", "-w", str(ws)))
     assert "delivered 1 governed commit(s) to branch banach/result" in delivered, delivered
-    environments = list((ws / "state").glob("*/env/*/env.json"))
+    environments = list(EnvCache.of(Workspace.open(ws), "plan").root.glob("*/env.json"))
     assert len(environments) == 1, environments  # built once (by spec's dry run), used read-only by plan and build
     built = json.loads(environments[0].read_text())
     assert built["project_installed"] == "yes", built

@@ -12,7 +12,7 @@ from shared.contracts import current_turn
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.blocks import current_blocks, explain, has_rounds_left
 from shared.contracts.flakes import flaky_checks
-from shared.environment import describe_cached
+from shared.environment import describe as describe_environments
 from shared.errors import BanachError
 from shared.isolation.kinds import describe as describe_kinds
 from shared.isolation.policy import reach_line
@@ -165,7 +165,7 @@ def status(ws: Workspace) -> dict[str, Any]:
             "turn_reach": reach_line(ws),
             "runs": describe_kinds(ws),
         },
-        "environments": [line for role in ("spec", "plan", "build") for line in describe_cached(ws, role)],
+        "environments": describe_environments(ws),
         "processes": processes,  # supervisord's programs
         "supervisor_running": bool(programs),
         "loops": {role: {"running": found[role].as_json() if role in found else None,

@@ -5,14 +5,14 @@ where its packages are imported from.
     env.python    # the interpreter conformance runs and checks use
     env.roots     # the import roots in the code's tree: ("",) for a flat layout, ("src",) for a src layout
 
-What it needs is read from the commit's objects (never a work tree): `[project]` dependencies and the test extras
-of pyproject.toml (and PEP 735 groups), setup.cfg's install_requires and test extras, an sdist's
-*.egg-info/requires.txt, and requirements files; `[env] requirements` adds to them. A project that needs nothing
-beyond pytest runs on Banach's own interpreter, as before. Otherwise a venv is built once per key (the dependency
-files, the interpreter, the [env] config) under the state of the role that first needs it (`state/ROLE/env/KEY`; each
-role writes only its own state), and the other roles use that one, read-only. It is built sandboxed like a check:
-it writes only its folder and a pip cache beside it, reaches TCP only on `[env] index_ports`, and cannot read the
-keys. A build that fails is a named failure with pip's words. The project
+What it needs is read from the commit's objects (never a work tree), and only what its tests need (needs.py): its
+run-time dependencies and its test extra or group or the requirements file its test configuration names, not docs,
+lint, typing or release tooling; `[env] requirements` adds to them. A project that needs nothing beyond pytest runs on
+Banach's own interpreter, as before. Otherwise a venv is built once per machine for its key (every dependency file,
+the interpreter, the [env] settings that change what is built) in the machine's cache (cache.py), used read-only by
+every workspace and role there, and pruned by age and size. Its build runs in views of its own (installer.py),
+bounded like a turn: a step's memory and processes are capped, and the whole build gets [env] max_seconds, or what is
+left of the turn whose change needs it (`budget`). A build that fails is a named failure with pip's words. The project
 itself is never installed: only its METADATA is, made by its own build in a folder of its own (the venv read-only to
 that code, the agent's); what is measured is the commit's export, first on sys.path from its import roots. The code's
 files may name packages of the index only (no options, no direct references).
@@ -28,14 +28,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.atomic import file_lock, write_json
-from shared.environment.files import ProjectEnvError, has_build_files, import_roots, is_dependency_file, own_pytest, requirements
-from shared.environment.installer import build
+from shared.atomic import write_json
+from shared.environment.cache import EnvCache, cache_base, folder_size
+from shared.environment.files import ProjectEnvError, has_build_files, import_roots, is_dependency_file
+from shared.environment.installer import Bounds, build
+from shared.environment.needs import Needs, what_tests_need
 from shared.git import GitRepo
 from shared.workspace import LOOP_ROLES, Role, Workspace
 
-__all__ = ["OWN", "ProjectEnv", "ProjectEnvError", "describe_cached", "import_roots", "is_dependency_file", "project_env",
+__all__ = ["OWN", "ProjectEnv", "ProjectEnvError", "describe", "import_roots", "is_dependency_file", "project_env",
            "requirements", "what_it_needs"]
+
+FORMAT = "banach-env-2"  # in every key: a cache made by an older layout is never taken for this one's
+RUNNER = "Banach's conformance runner (pytest, as Banach runs it)"
 
 
 @dataclass(frozen=True)
@@ -54,19 +59,17 @@ class ProjectEnv:
         """PATH with the environment's venv first, so that `python` and the tools it installed are the project's."""
         return str(Path(self.python).parent) + os.pathsep + path if self.key else path
 
-    def describe(self) -> str:
-        where = f"venv {self.folder} (key {self.key[:12]})" if self.folder else "Banach's own interpreter"
-        roots = ", ".join(root or "." for root in self.roots)
-        needs = ", ".join(self.requirements) or "nothing beyond pytest"
-        return f"{where}: {self.python}; import roots {roots}; needs {needs}"
-
 
 OWN = ProjectEnv(sys.executable, ("",), "")  # Banach's own interpreter, the code's root: a project with no needs
 
 
+def requirements(files: Mapping[str, bytes], extra: tuple[str, ...] = ()) -> list[str]:
+    """What the project's tests need installed, from its dependency files (needs.what_tests_need), as pip reads it."""
+    return what_tests_need(files, extra).requirements
+
 
 def _key(files: Mapping[str, bytes], python: str, config: object) -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(FORMAT.encode())
     for path, content in sorted(files.items()):
         digest.update(f"{path}\0{len(content)}\0".encode() + content)
     digest.update(f"\0{python}\0{config!r}".encode())
@@ -77,9 +80,19 @@ def _key(files: Mapping[str, bytes], python: str, config: object) -> str:
 class _Wanted:
     files: dict[str, bytes]
     roots: tuple[str, ...]
-    needs: list[str]  # empty: Banach's own interpreter will do
+    needs: Needs  # nothing named: Banach's own interpreter will do
     python: str
     key: str
+
+
+def _with_pytest(needs: Needs) -> Needs:
+    """The conformance runner needs pytest in the environment: Banach's version unless the project names one."""
+    import re
+
+    import pytest
+
+    named = any(re.match(r"^pytest\s*(?:[<>=!~;\[]|$)", r) for r in needs.requirements)
+    return needs if named else needs.adding(f"pytest=={pytest.__version__}", RUNNER)
 
 
 def _wanted(ws: Workspace, repo: GitRepo, commit: str) -> _Wanted:
@@ -89,77 +102,121 @@ def _wanted(ws: Workspace, repo: GitRepo, commit: str) -> _Wanted:
     contents = repo.blobs(sorted(set(wanted.values())))
     files = {path: contents.get(blob, b"") for path, blob in wanted.items()}
     roots = import_roots(files, list(entries), tuple(config.import_roots))
-    needs = requirements(files, tuple(config.requirements)) if config.build != "none" else list(config.requirements)
+    if config.build == "none":
+        needs = Needs(tuple((requirement, "[env] requirements in banach.toml") for requirement in config.requirements),
+                      (("the project's files", "[env] build = \"none\""),))
+    else:
+        needs = what_tests_need(files, tuple(config.requirements))
     python = config.python or getattr(sys, "_base_executable", sys.executable)
-    if not needs:
-        return _Wanted(files, roots, [], sys.executable, "")
-    needs = own_pytest(needs)
-    key = _key(files, python, (config.requirements, config.index_ports, config.tool, needs))
+    if not needs.named:
+        return _Wanted(files, roots, needs, sys.executable, "")
+    needs = _with_pytest(needs)
+    key = _key(files, python, (config.requirements, config.index_ports, sorted(config.index_hosts), config.tool,
+                               config.install_project, needs.requirements))
     return _Wanted(files, roots, needs, python, key)
 
 
-def _built_by_another(ws: Workspace, role: Role, key: str) -> Path | None:
-    """The same environment, complete, in another role's state: read-only to this role, as its own would be to the
-    others. The key covers every file the build reads, so whoever built it built the same thing; under the users
-    backend another role's state may be closed to this one, which then builds its own."""
-    for other in LOOP_ROLES:
-        folder = ws.role_dir(other) / "env" / key
-        if other == role:
-            continue
-        try:
-            if (folder / "env.json").is_file() and os.access(folder / "venv" / "bin" / "python", os.X_OK):
-                return folder
-        except OSError:
-            continue
-    return None
-
-
-def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Path | None = None) -> ProjectEnv:
-    """The environment the code at commit is measured in, built when its key is new (under a lock: lanes and
-    passes may ask at once). tree: the commit's files on disk, installed into a new environment for their metadata
-    ([env] install_project)."""
+def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Path | None = None, *,
+                budget: float | None = None) -> ProjectEnv:
+    """The environment the code at commit is measured in, built when the machine has none for its key (under the key's
+    lock: lanes, passes and other workspaces may ask at once). tree: the commit's files on disk, installed into a new
+    environment for their metadata ([env] install_project). budget: seconds the build may take at most (what is left
+    of a turn), else [env] max_seconds."""
     wanted = _wanted(ws, repo, commit)
     if not wanted.key:
+        _remember(ws, role, wanted, None)
         return ProjectEnv(sys.executable, wanted.roots, "")
-    folder = ws.role_dir(role) / "env" / wanted.key
-    if not (folder / "env.json").is_file():
-        built = _built_by_another(ws, role, wanted.key)
-        if built is not None:
-            return ProjectEnv(str(built / "venv" / "bin" / "python"), wanted.roots, wanted.key, tuple(wanted.needs), built)
-    with file_lock(folder.with_name(wanted.key + ".lock"), what="building the project's environment"):
-        if not (folder / "env.json").is_file():
-            started = time.monotonic()
-            project = tree if ws.config.env.install_project and has_build_files(wanted.files) else None
-            cache = ws.role_dir(role) / "env" / f"{ws.config.env.tool}-cache"
-            installed = build(ws, folder, wanted.python, wanted.needs, cache, project)
-            write_json(folder / "env.json", {"python": wanted.python, "tool": ws.config.env.tool,
-                                             "requirements": wanted.needs,
-                                             "roots": list(wanted.roots), "project_installed": installed or "not asked",
-                                             "built_seconds": round(time.monotonic() - started, 1),
-                                             "built_at": time.time()})
-    return ProjectEnv(str(folder / "venv" / "bin" / "python"), wanted.roots, wanted.key, tuple(wanted.needs), folder)
+    cache = EnvCache.of(ws, role)
+    folder = cache.find(wanted.key)
+    if folder is None or not cache.hold(folder):
+        bounds = Bounds.of(ws, budget)
+        with cache.building(wanted.key, bounds.deadline, bounds.why) as found:
+            folder = found or _build(ws, role, cache, wanted, tree, bounds, commit)
+        if not cache.hold(folder):
+            raise ProjectEnvError(f"the project's environment {folder} was removed as soon as it was built: another "
+                                  f"process is pruning {cache.root}; raise [env] max_cache_bytes or keep")
+        cache.prune()
+    _remember(ws, role, wanted, folder)
+    return ProjectEnv(str(folder / "venv" / "bin" / "python"), wanted.roots, wanted.key, tuple(wanted.needs.requirements),
+                      folder)
+
+
+def _build(ws: Workspace, role: Role, cache: EnvCache, wanted: _Wanted, tree: Path | None, bounds: Bounds,
+           commit: str) -> Path:
+    started = time.monotonic()
+    folder = cache.root / wanted.key
+    project = tree if ws.config.env.install_project and has_build_files(wanted.files) else None
+    downloads = ws.role_dir(role) / "env" / f"{ws.config.env.tool}-cache"  # the workspace's own: see SECURITY.md
+    installed = build(ws, folder, wanted.python, wanted.needs.requirements, downloads, project, bounds)
+    write_json(folder / "env.json", {
+        "python": wanted.python, "tool": ws.config.env.tool, "requirements": [list(pair) for pair in wanted.needs.named],
+        "left_out": [list(pair) for pair in wanted.needs.left_out], "project_installed": installed or "not asked",
+        "built_seconds": round(time.monotonic() - started, 1), "built_at": time.time(), "bytes": folder_size(folder),
+        "built_by": {"workspace": str(ws.root), "role": role, "commit": commit}})
+    return folder
+
+
+def _remember(ws: Workspace, role: Role, wanted: _Wanted, folder: Path | None) -> None:
+    """What this role measures in now, for status: state/ROLE/env/current.json, written when it changes."""
+    record = {"key": wanted.key, "folder": str(folder) if folder else "", "python": wanted.python,
+              "requirements": [list(pair) for pair in wanted.needs.named],
+              "left_out": [list(pair) for pair in wanted.needs.left_out]}
+    path = ws.role_dir(role) / "env" / "current.json"
+    try:
+        if json.loads(path.read_text()) == record:
+            return
+    except (OSError, ValueError):
+        pass
+    write_json(path, record)
+
+
+def _needs_text(named: list[list[str]], left_out: list[list[str]]) -> str:
+    said = "; ".join(f"{requirement} <- {where}" for requirement, where in named)
+    if left_out:
+        said += "; not installed: " + "; ".join(f"{where} ({why})" for where, why in left_out)
+    return said
 
 
 def what_it_needs(ws: Workspace, repo: GitRepo, commit: str) -> str:
-    """For doctor: what the code at commit needs, where its packages are, and which roles have built it."""
+    """For doctor: what the code at commit needs and why, where its environment is, and whether the machine has it."""
     wanted = _wanted(ws, repo, commit)
     roots = ", ".join(root or "." for root in wanted.roots)
     if not wanted.key:
         return f"the code needs nothing beyond pytest (Banach's own interpreter); import roots {roots}"
-    built = [role for role in ("spec", "plan", "build") if (ws.role_dir(role) / "env" / wanted.key / "env.json").is_file()]
-    return (f"the code needs {', '.join(wanted.needs)} in a venv from {wanted.python} (made by "
-            f"{ws.config.env.tool}); import roots {roots}; built for "
-            f"{', '.join(built) or 'no role yet (each builds it at its first measurement)'}")
+    folder = EnvCache.of(ws, "plan").find(wanted.key)
+    where = (f"built in the machine's cache at {folder}" if folder else
+             f"not built yet (the first role to measure builds it in {EnvCache.of(ws, 'plan').root})")
+    named = [list(pair) for pair in wanted.needs.named]
+    return (f"the code needs {_needs_text(named, [list(pair) for pair in wanted.needs.left_out])}; in a venv from "
+            f"{wanted.python} (made by {ws.config.env.tool}), {where}; import roots {roots}")
 
 
-def describe_cached(ws: Workspace, role: Role) -> list[str]:
-    """For status and doctor: each environment the role has built, with its age and size."""
-    lines = []
-    for record in sorted((ws.role_dir(role) / "env").glob("*/env.json")):
-        data = json.loads(record.read_text())
-        size = sum(p.stat().st_size for p in record.parent.rglob("*") if p.is_file() and not p.is_symlink())
-        age = (time.time() - float(data.get("built_at", 0))) / 3600
-        lines.append(f"{role} env {record.parent.name[:12]}: {data['python']}, {len(data['requirements'])} "
-                     f"requirement(s), by {data.get('tool', 'pip')}, built {age:.1f} h ago in "
-                     f"{data.get('built_seconds', '?')} s, {size / 2**20:.0f} MiB")
+def describe(ws: Workspace) -> list[str]:
+    """For status: what each role measures in, what was installed and why, and the machine's cache."""
+    lines: list[str] = []
+    seen: dict[str, list[str]] = {}
+    records: dict[str, dict[str, object]] = {}
+    for role in LOOP_ROLES:
+        try:
+            record = json.loads((ws.role_dir(role) / "env" / "current.json").read_text())
+        except (OSError, ValueError):
+            continue
+        seen.setdefault(str(record.get("key", "")), []).append(role)
+        records[str(record.get("key", ""))] = record
+    for key, roles in seen.items():
+        record = records[key]
+        if not key:
+            lines.append(f"{', '.join(roles)}: Banach's own interpreter (the code needs nothing beyond pytest)")
+            continue
+        folder = Path(str(record["folder"]))
+        state = "" if (folder / "env.json").is_file() else " (since pruned: built again when next needed)"
+        lines.append(f"{', '.join(roles)}: venv {folder}{state}; "
+                     + _needs_text(record.get("requirements", []), record.get("left_out", [])))  # type: ignore[arg-type]
+    entries = EnvCache.of(ws, "plan").entries()
+    config = ws.config.env
+    if entries or any(seen):  # a key of "" is Banach's own interpreter, which needs no cache
+        lines.append(f"cache {cache_base(ws)}: {len(entries)} environment(s), "
+                     f"{sum(entry.size for entry in entries) / 2**20:.0f} MiB of {config.max_cache_bytes / 2**20:.0f} MiB "
+                     f"([env] max_cache_bytes); keeps the last {config.keep} used, removes others unused for "
+                     f"{config.max_age_days:g} days")
     return lines

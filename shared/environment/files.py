@@ -1,25 +1,48 @@
-"""What the project's files say it needs, read from their contents (never run): its requirements, from pyproject.toml,
-setup.cfg, an sdist's egg-info and requirements files, and where its packages are imported from."""
+"""What the project's files say, read from their contents (never run): the requirements each file or section names
+(pyproject.toml, setup.cfg, an sdist's egg-info, requirements files, tox's configuration), and where its packages
+are imported from. Which of them the tests need is decided in needs.py."""
 from __future__ import annotations
 
 import configparser
+import posixpath
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
 from shared.errors import BanachError
 
-TEST_EXTRAS = ("test", "tests", "testing", "dev")
-REQUIREMENT_FILES = re.compile(r"^(?:requirements(?:[-_.][\w-]+)?\.txt|requirements/[\w.-]+\.txt|"
-                               r"(?:test|dev)[-_]requirements\.txt)$")
-DEPENDENCY_FILES = re.compile(r"^(?:pyproject\.toml|setup\.cfg|setup\.py|uv\.lock|[\w.-]+\.egg-info/requires\.txt)$")
+REQUIREMENT_FILES = re.compile(r"^(?:(?:tests?/)?requirements(?:[-_.][\w-]+)?\.txt|requirements/[\w.-]+\.txt|"
+                               r"[\w-]+[-_]requirements\.txt)$")
+DEPENDENCY_FILES = re.compile(r"^(?:pyproject\.toml|setup\.cfg|setup\.py|tox\.ini|uv\.lock|[\w.-]+\.egg-info/requires\.txt)$")
+_FACTOR = re.compile(r"^[\w{},.!-]+:\s")  # a tox line for some environments only ("py38: mock")
 
 
 class ProjectEnvError(BanachError):
     """The project's environment could not be built: the message carries pip's own words."""
 
+
+@dataclass(frozen=True)
+class Source:
+    """One place that names requirements: a file, or a section of one (an extra, a group). name: what decides its
+    purpose (the extra's or group's name, the requirements file's path); includes: requirements files it names with
+    `-r`, as paths of the tree."""
+    where: str
+    name: str
+    requirements: tuple[str, ...]
+    includes: tuple[str, ...] = ()
+    runtime: bool = False  # the project's run-time dependencies: always needed
+
+
+@dataclass(frozen=True)
+class ToxConfig:
+    """What tox's [testenv] says its test environment gets: requirement lines, requirements files, extras."""
+    where: str
+    deps: tuple[str, ...]
+    includes: tuple[str, ...]
+    extras: tuple[str, ...]
 
 
 def _pyproject(text: str) -> dict[str, Any]:
@@ -29,78 +52,139 @@ def _pyproject(text: str) -> dict[str, Any]:
         return {}
 
 
-def _from_pyproject(data: dict[str, Any]) -> list[str]:
-    project = data.get("project", {})
-    found = [str(r) for r in project.get("dependencies", [])]
+def _strings(value: object) -> tuple[str, ...]:
+    return tuple(str(item) for item in value if isinstance(item, str)) if isinstance(value, list) else ()
+
+
+def _group(groups: dict[str, Any], name: str, seen: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """A PEP 735 dependency group, with the groups it includes ({include-group = "..."})."""
+    found: list[str] = []
+    for entry in groups.get(name, []) if isinstance(groups.get(name), list) else []:
+        if isinstance(entry, str):
+            found.append(entry)
+        elif isinstance(entry, dict) and entry.get("include-group") not in seen | {name}:
+            found += _group(groups, str(entry.get("include-group")), seen | {name})
+    return tuple(found)
+
+
+def pyproject_sources(text: str) -> list[Source]:
+    data = _pyproject(text)
+    project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
+    found = [Source("pyproject.toml [project] dependencies", "", _strings(project.get("dependencies")), runtime=True)]
     extras = project.get("optional-dependencies", {})
+    for name in sorted(extras) if isinstance(extras, dict) else []:
+        found.append(Source(f"pyproject.toml extra {name!r}", name, _strings(extras[name])))
     groups = data.get("dependency-groups", {})
-    for name in TEST_EXTRAS:
-        found += [str(r) for r in extras.get(name, [])]
-        found += [str(r) for r in groups.get(name, []) if isinstance(r, str)]
-    return found
+    for name in sorted(groups) if isinstance(groups, dict) else []:
+        found.append(Source(f"pyproject.toml dependency group {name!r}", name, _group(groups, name)))
+    tool = data.get("tool", {}) if isinstance(data.get("tool"), dict) else {}
+    hatch = tool.get("hatch", {}).get("envs", {}) if isinstance(tool.get("hatch"), dict) else {}
+    for name in sorted(hatch) if isinstance(hatch, dict) else []:
+        if isinstance(hatch[name], dict):
+            found.append(Source(f"pyproject.toml hatch environment {name!r}", name,
+                                _strings(hatch[name].get("dependencies")) + _strings(hatch[name].get("extra-dependencies"))))
+    pdm = tool.get("pdm", {}).get("dev-dependencies", {}) if isinstance(tool.get("pdm"), dict) else {}
+    for name in sorted(pdm) if isinstance(pdm, dict) else []:
+        found.append(Source(f"pyproject.toml pdm dev-dependencies {name!r}", name, _strings(pdm[name])))
+    return [source for source in found if source.requirements or source.runtime]
 
 
-def _from_setup_cfg(text: str) -> list[str]:
-    parser = configparser.ConfigParser()
+def _ini(text: str) -> configparser.ConfigParser | None:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(text)
     except configparser.Error:
+        return None
+    return parser
+
+
+def _lines(value: str) -> tuple[str, ...]:
+    return tuple(line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#"))
+
+
+def setup_cfg_sources(text: str) -> list[Source]:
+    parser = _ini(text)
+    if parser is None:
         return []
-    found = parser.get("options", "install_requires", fallback="").splitlines()
-    for name in TEST_EXTRAS:
-        found += parser.get("options.extras_require", name, fallback="").splitlines()
-    return [line.strip() for line in found if line.strip()]
+    found = [Source("setup.cfg install_requires", "", _lines(parser.get("options", "install_requires", fallback="")),
+                    runtime=True)]
+    if parser.has_section("options.extras_require"):
+        for name, value in sorted(parser.items("options.extras_require")):
+            found.append(Source(f"setup.cfg extra {name!r}", name, _lines(value)))
+    return [source for source in found if source.requirements]
 
 
-def _from_egg_info(text: str) -> list[str]:
-    """requires.txt: the run-time requirements, then `[extra]` sections; the test extras are taken too."""
-    found, section = [], ""
+def egg_info_sources(path: str, text: str) -> list[Source]:
+    """requires.txt: the run-time requirements, then one `[extra]` (or `[extra:marker]`) section per extra."""
+    sections: dict[str, list[str]] = {"": []}
+    section = ""
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("["):
             section = line.strip("[]").split(":")[0]
-        elif line and (not section or section in TEST_EXTRAS):
+            sections.setdefault(section, [])
+        elif line:
+            sections[section].append(line)
+    return [Source(f"{path} (run-time)" if not name else f"{path} extra {name!r}", name, tuple(lines), runtime=not name)
+            for name, lines in sections.items() if lines]
+
+
+def requirements_file(path: str, text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A requirements file's plain requirement lines, and the files it includes with -r (as paths of the tree).
+    Other options, constraints files and the project itself (`-e .`, `.`) are left out."""
+    found, includes = [], []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        include = re.match(r"^(?:-r|--requirement)(?:\s*=\s*|\s+|(?=\S))(\S+)$", line)
+        if include:
+            includes.append(_relative(path, include.group(1)))
+        elif line and not line.startswith(("-", ".", "/")) and "://" not in line:
             found.append(line)
-    return found
+    return tuple(found), tuple(include for include in includes if include)
 
 
-def _from_requirements(text: str) -> list[str]:
-    """Plain requirement lines; options, includes and the project itself (`-e .`, `.`) are left out."""
-    lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    return [line for line in lines if line and not line.startswith(("-", ".", "/")) and "://" not in line]
+def _relative(including: str, named: str) -> str:
+    """A path named inside a file of the tree, as a path of the tree ("" when it leaves the tree)."""
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(including), named))
+    return "" if joined.startswith("../") or joined.startswith("/") or joined == ".." else joined
 
 
-def requirements(files: Mapping[str, bytes], extra: tuple[str, ...] = ()) -> list[str]:
-    """What the project needs installed to run its tests, from its dependency files (read, never run). Each one the
-    code's files name must be a package of the index: no option (`-e`, `--index-url`) and no direct reference
-    (`name @ URL`), which would install code from wherever the code points. `extra` ([env] requirements) is the
-    operator's and taken as given."""
-    found: list[str] = []
-    for path, content in sorted(files.items()):
-        text = content.decode("utf-8", errors="replace")
-        if path == "pyproject.toml":
-            named = _from_pyproject(_pyproject(text))
-        elif path == "setup.cfg":
-            named = _from_setup_cfg(text)
-        elif path.endswith(".egg-info/requires.txt") and "/" not in path.removesuffix("/requires.txt"):
-            named = _from_egg_info(text)
-        elif REQUIREMENT_FILES.match(path):
-            named = _from_requirements(text)
-        else:
+def tox_config(files: Mapping[str, bytes]) -> ToxConfig | None:
+    """The [testenv] of tox.ini, of pyproject.toml's [tool.tox] legacy_tox_ini, or of setup.cfg."""
+    candidates = [("tox.ini", files.get("tox.ini")), ("setup.cfg", files.get("setup.cfg"))]
+    legacy = _pyproject(files.get("pyproject.toml", b"").decode("utf-8", "replace")).get("tool", {}).get("tox", {})
+    if isinstance(legacy, dict) and isinstance(legacy.get("legacy_tox_ini"), str):
+        candidates.insert(1, ("pyproject.toml [tool.tox]", legacy["legacy_tox_ini"].encode()))
+    for where, content in candidates:
+        parser = _ini(content.decode("utf-8", "replace")) if content is not None else None
+        if parser is None or not parser.has_section("testenv"):
             continue
-        found += [_from_the_index(path, requirement) for requirement in named]
-    return list(dict.fromkeys([*found, *extra]))
+        deps, includes = [], []
+        for line in _lines(parser.get("testenv", "deps", fallback="")):
+            if _FACTOR.match(line) or "{" in line:
+                continue  # for some of tox's environments only, or a substitution: not read
+            include = re.match(r"^(?:-r|--requirement)\s*=?\s*(\S+)$", line)
+            if include:
+                includes.append(_relative("tox.ini", include.group(1)))
+            elif not line.startswith("-"):
+                deps.append(line)
+        extras = [word for line in _lines(parser.get("testenv", "extras", fallback=""))
+                  for word in re.split(r"[,\s]+", line) if word and not _FACTOR.match(line)]
+        return ToxConfig(f"{where} [testenv]", tuple(deps), tuple(i for i in includes if i), tuple(extras))
+    return None
 
 
-def _from_the_index(path: str, requirement: str) -> str:
+def from_the_index(where: str, requirement: str) -> str:
+    """requirement, if it names a package of the index: no option and no direct reference (`name @ URL`), which
+    would install code from wherever the code points."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:
         parsed = Requirement(requirement)
     except InvalidRequirement as exc:
-        raise ProjectEnvError(f"{path} names {requirement!r}, which is not a requirement ({exc}). Fix {path}") from None
+        raise ProjectEnvError(f"{where} names {requirement!r}, which is not a requirement ({exc}). Fix {where}") from None
     if parsed.url:
-        raise ProjectEnvError(f"{path} names {requirement!r}, a direct reference: the code's files may name packages "
+        raise ProjectEnvError(f"{where} names {requirement!r}, a direct reference: the code's files may name packages "
                               "of the package index only, since anything else installs code from where the code "
                               "points. Name the package instead, or put the reference in [env] requirements in "
                               "banach.toml if you mean it")
@@ -137,11 +221,3 @@ def is_dependency_file(path: str) -> bool:
 
 def has_build_files(files: Mapping[str, bytes]) -> bool:
     return any(path in ("pyproject.toml", "setup.py", "setup.cfg") for path in files)
-
-
-def own_pytest(found: list[str]) -> list[str]:
-    """The conformance runner needs pytest in the environment: Banach's version unless the project names one."""
-    import pytest
-
-    named = any(re.match(r"^pytest\s*(?:[<>=!~;\[]|$)", r) for r in found)
-    return found if named else [*found, f"pytest=={pytest.__version__}"]

@@ -54,8 +54,8 @@ def _hosts_of(urls: Iterable[str]) -> set[str]:
     return found
 
 
-def index_hosts(configured: Iterable[str], environ: Mapping[str, str] = os.environ) -> set[str]:
-    """configured ([env] index_hosts), and the hosts of every index pip's and uv's configuration names."""
+def _configured_urls(environ: Mapping[str, str]) -> list[str]:
+    """Every index URL and find-links location pip's and uv's configuration names (variables and files)."""
     urls: list[str] = [word for name in _URL_VARIABLES for word in environ.get(name, "").split()]
     pip_files = [*_PIP_FILES, *([environ["PIP_CONFIG_FILE"]] if environ.get("PIP_CONFIG_FILE") else [])]
     for name in pip_files:
@@ -77,15 +77,39 @@ def index_hosts(configured: Iterable[str], environ: Mapping[str, str] = os.envir
             value = data.get(key, [])
             urls += [value] if isinstance(value, str) else [str(v) for v in value]
         urls += [str(index.get("url", "")) for index in data.get("index", []) if isinstance(index, dict)]
-    return {host.lower().rstrip(".") for host in configured} | _hosts_of(urls)
+    return urls
+
+
+def index_hosts(configured: Iterable[str], environ: Mapping[str, str] = os.environ) -> set[str]:
+    """configured ([env] index_hosts), and the hosts of every index pip's and uv's configuration names."""
+    return {host.lower().rstrip(".") for host in configured} | _hosts_of(_configured_urls(environ))
+
+
+def index_folders(environ: Mapping[str, str] = os.environ) -> list[Path]:
+    """The local folders pip's and uv's configuration names as an index or find-links (file:// URLs, plain paths), and
+    the certificates it names: what a build in a view of its own must also read."""
+    found: list[Path] = []
+    for url in _configured_urls(environ):
+        value = url.split("=", 1)[-1] if "=" in url.split("://", 1)[0] else url
+        path = unquote(urlsplit(value).path) if value.startswith("file://") else value if value.startswith("/") else ""
+        if path and os.path.exists(path):
+            found.append(Path(path) if os.path.isdir(path) else Path(path).parent)
+    for name in ("PIP_CERT", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "UV_CERT"):
+        value = environ.get(name, "")
+        if value.startswith("/") and os.path.exists(value):
+            found.append(Path(value))
+    return list(dict.fromkeys(found))
 
 
 class IndexProxy:
-    def __init__(self, hosts: Iterable[str], ports: Iterable[int]) -> None:
+    def __init__(self, hosts: Iterable[str], ports: Iterable[int], folder: Path | None = None) -> None:
+        """folder: where its socket's folder is made (default: TMPDIR); a build in a view reaches the socket by a path
+        bound into the view, which must be a unix socket address (107 bytes), so give a short folder the build cannot
+        write."""
         self.hosts = {host.lower().rstrip(".") for host in hosts}
         self.ports = set(ports)
         self.refused: list[str] = []
-        self._folder = Path(tempfile.mkdtemp(prefix="banach-index-"))  # in the role's own TMPDIR, which it may write
+        self._folder = Path(tempfile.mkdtemp(prefix="banach-index-", dir=folder))
         self._folder_fd = os.open(self._folder, os.O_PATH | os.O_DIRECTORY)
         direct = self._folder / "proxy.sock"
         self.socket_path = direct if len(os.fsencode(direct)) < 100 else self._through_proc()

@@ -94,11 +94,13 @@ class Confine:
     read: tuple[Path, ...] = ()  # what every run of this kind reads: the code, canon's export
 
     def __call__(self, argv: tuple[str, ...], *, python: str, writable: list[Path], read: tuple[Path, ...] = (),
-                 hidden: list[Path] | None = None, network: str = "none",
-                 env: dict[str, str] | None = None) -> tuple[str, ...]:
+                 hidden: list[Path] | None = None, network: str = "none", env: dict[str, str] | None = None,
+                 relay: tuple[Path, int] | None = None, ports: tuple[int, ...] | None = None) -> tuple[str, ...]:
+        """relay (socket, port): the run's only way out is 127.0.0.1:port, relayed to that unix socket (the environment
+        build's index proxy), whatever `network` says; ports: TCP to these ports only, where the kernel can."""
         from shared.isolation.policy import sandbox_argv
 
         view = run_view(self.ws, self.kind, argv, env or {"PATH": os.environ.get("PATH", os.defpath)}, python=python,
-                        read=(*self.read, *read), open_network=network == "open")
+                        read=(*self.read, *read), open_network=network == "open" and relay is None)
         return sandbox_argv(self.ws, argv, writable, hidden=None if view else hidden, view=view,
-                            offline=network == "none")
+                            offline=network == "none" and relay is None, gateway_relay=relay, connect_ports=ports)

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 
 def writable_paths(ws: Workspace, role: Role) -> list[Path]:
+    """The role's row of the table, and, for a loop that measures code, the machine's environment cache, where it may
+    build the project's environment (shared/environment/cache.py; under the users backend, its account's folder)."""
+    from shared.environment.cache import cache_root
+
     own = ws.role_dir(role)
     table: dict[str, list[Path]] = {
         "spec": [ws.canon, ws.inbox, own],
@@ -34,7 +38,7 @@ def writable_paths(ws: Workspace, role: Role) -> list[Path]:
         "build": [ws.code, own],
         "monitor": [own],
     }
-    return table[role]
+    return table[role] + ([cache_root(ws, role)] if role != "monitor" else [])
 
 
 def hidden_paths(ws: Workspace, role: Role) -> list[Path]:
@@ -110,6 +114,8 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     backend = ws.config.isolation.backend
     paths = writable_paths(ws, role)
     for path in paths:
+        if backend == "users" and not path.is_relative_to(ws.root):
+            continue  # the environment cache's folder: setup-users makes it, owned by the role's account
         path.mkdir(parents=True, exist_ok=True)
     scratch = ws.role_dir(role) / "tmp"
     scratch.mkdir(parents=True, exist_ok=True)
@@ -132,7 +138,7 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     load_or_create_key(ws.keys_dir / f"{role}.key")
     for other in ROLES:
         ws.role_dir(other).mkdir(parents=True, exist_ok=True)
-    cgroups = cgroup_parents() if role in ("build", "plan") else ()
+    cgroups = cgroup_parents() if role in ("build", "plan", "spec") else ()  # spec's dry run builds environments too
     # A check cut off the network (sandbox --offline) started by an ordinary user maps its user namespace's ids by
     # writing /proc/self/uid_map, under every Landlock layer above it; its own layer then allows no /proc write.
     proc = [Path("/proc")] if os.geteuid() != 0 and role in ("spec", "plan", "build") else []
@@ -140,7 +146,7 @@ def restrict_self(ws: Workspace, role: Role, *, agent_state: tuple[Path, ...] = 
     extra = f"; the agent CLIs' own state: {', '.join(map(str, agent_state))}" if agent_state else ""
     if cgroups:
         extra += f"; its run cgroups under {', '.join(map(str, cgroups))}"
-    elif role in ("build", "plan"):
+    elif role in ("build", "plan", "spec"):
         from shared.cgroups import containment_available
 
         extra += (f"; NO run cgroups ({containment_available() or 'none could be made'}): a turn's processes are ended "

@@ -86,12 +86,28 @@ def setup_users(ws: Workspace) -> list[Account]:
                 store.chmod(0o600)
             elif store.is_dir():
                 store.chmod(0o755)
+    _environment_folders(ws, accounts)
     ws.keys_dir.chmod(0o711)  # traversable, not listable; each key is 0600 to its role
     for path in (ws.root, ws.state, ws.supervisor_dir):
         path.mkdir(parents=True, exist_ok=True)
         path.chmod(0o755)
     ws.config_file.chmod(0o644)
     return accounts
+
+
+def _environment_folders(ws: Workspace, accounts: list[Account]) -> None:
+    """The machine's environment cache (root's, 0755) and a folder in it for each role account, its own to write and
+    the others' to read: the environment one role builds is used read-only by the others."""
+    from shared.environment.cache import cache_base, cache_root
+
+    base = cache_base(ws)
+    base.mkdir(parents=True, exist_ok=True)
+    base.chmod(0o755)
+    for account in accounts:
+        folder = cache_root(ws, account.role)  # type: ignore[arg-type]
+        folder.mkdir(exist_ok=True)
+        os.chown(folder, account.uid, account.gid, follow_symlinks=False)
+        folder.chmod(0o755)
 
 
 def remove_users(ws: Workspace) -> None:

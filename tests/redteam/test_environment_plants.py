@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from shared.environment import project_env
+from shared.environment.cache import EnvCache
 from shared.journal import Journal
 from shared.measurement import conformance
 from shared.process import run
@@ -45,7 +46,7 @@ def _plant(ws: Workspace) -> None:
 
 
 def _venv_site(ws: Workspace, role: str) -> Path:
-    [env_json] = list((ws.role_dir(role) / "env").glob("*/env.json"))  # type: ignore[arg-type]
+    [env_json] = list(EnvCache.of(ws, role).root.glob("*/env.json"))  # type: ignore[arg-type]
     [site] = list(env_json.parent.glob("venv/lib/python*/site-packages"))
     return site
 
@@ -126,34 +127,20 @@ def test_what_the_environment_holds_never_runs_before_pytest(wide: Workspace, tm
     assert verdicts["with site.py"] == (True, ""), verdicts  # the control: the forger buys a site-running runner
 
 
-SWAPPING_SETUP = r'''import glob, os, sys, time
+SWAPPING_SETUP = r'''import os, re
 
-def _workspace(folder):
-    while folder != os.path.dirname(folder):
-        if os.path.isfile(os.path.join(folder, "banach.toml")):
-            return folder
-        folder = os.path.dirname(folder)
-    return None
-
-workspace = _workspace(os.getcwd())
-target = os.path.join(os.path.dirname(os.getcwd()), "project-install")
-if workspace and os.path.isdir(target) and os.fork() == 0:  # bounded: only inside a workspace's environment build
-    os.setsid()
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    key = os.path.join(workspace, "state", "keys", "plan.key")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        for metadata in glob.glob(os.path.join(target, "*.dist-info", "METADATA")):
-            if not os.path.islink(metadata):
-                try:
-                    os.remove(metadata)
-                    os.symlink(key, metadata)
-                except OSError:
-                    pass
-        time.sleep(0.005)
-    os._exit(0)
+KEY = {key!r}
+here = os.getcwd()  # the copy of the project the metadata step builds in: KEY.building/project
+target = os.path.join(os.path.dirname(here), "project-install")
+if re.fullmatch(r"[0-9a-f]{{24}}\.building", os.path.basename(os.path.dirname(here))) and os.path.isdir(target):
+    # bounded by its path: only inside an environment's build. pip moves what it built into the target last and
+    # leaves alone what is there already, so the METADATA the copy finds is this link to the role's key
+    folder = os.path.join(target, "textkit-0.1.dist-info")
+    os.makedirs(folder, exist_ok=True)
+    try:
+        os.symlink(KEY, os.path.join(folder, "METADATA"))
+    except OSError:
+        pass
 from setuptools import setup
 setup(name="textkit", version="0.1", packages=[])
 '''
@@ -162,14 +149,15 @@ setup(name="textkit", version="0.1", packages=[])
 @pytest.mark.slow
 @pytest.mark.landlock
 def test_a_metadata_swapped_for_a_link_to_a_key_is_not_followed(wide_landlock: Workspace) -> None:
-    """The project's build leaves a process behind that swaps its METADATA for a link to plan's key, which plan (not
-    the build: the keys are hidden from it) could read; were the copy to follow it, the key would land in the venv,
-    which every turn can read."""
+    """The project's build leaves its METADATA as a link to plan's key, which plan (not the build: its view holds no
+    key) could read; were the copy to follow it, the key would land in the venv, which every turn can read. (A link
+    made at the last moment by a process the build left is the same file to the copy; the view ends every such
+    process with the step.)"""
     ws = wide_landlock
-    (ws.code / "setup.py").write_text(SWAPPING_SETUP)
+    (ws.code / "setup.py").write_text(SWAPPING_SETUP.format(key=str(ws.keys_dir / "plan.key")))
     (ws.code / "requirements.txt").write_text("iniconfig\n")
     git(ws.code, "add", "setup.py", "requirements.txt")
-    git(ws.code, "commit", "-qm", "a setup.py that leaves a process behind")
+    git(ws.code, "commit", "-qm", "a setup.py that links its METADATA to a key")
     key = (ws.keys_dir / "plan.key").read_bytes()
     _certify(ws)
     site = _venv_site(ws, "plan")

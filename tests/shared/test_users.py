@@ -15,6 +15,7 @@ import pytest
 
 import build_loop
 from shared.app import supervisor
+from shared.environment.cache import cache_root
 from shared.isolation.users import account_name, lookup, remove_users, setup_users
 from shared.role_lock import holder
 from shared.workspace import LOOP_ROLES, Workspace
@@ -57,7 +58,8 @@ def users_ws(reachable_interpreter):  # type: ignore[no-untyped-def]
     root.chmod(0o755)
     prefix = f"bt{secrets.token_hex(3)}-"
     ws = example(root, backend="users", extra="")
-    ws.config_file.write_text(ws.config_file.read_text().replace('[isolation]\n', f'[isolation]\naccount_prefix = "{prefix}"\n'))
+    ws.config_file.write_text(ws.config_file.read_text().replace('[isolation]\n', f'[isolation]\naccount_prefix = "{prefix}"\n')
+                              + f'\n[env]\ncache = "{root / "env-cache"}"  # the machine\'s, here this test\'s own\n')
     ws = Workspace.open(ws.root)
     (root).chmod(0o755)
     try:
@@ -75,14 +77,16 @@ def probe_as(ws: Workspace, role: str, outside: Path) -> dict[str, str]:
     targets = {"canon": ws.canon / "requirements" / "textkit.md", "inbox": ws.inbox / "probe.md", "code": ws.code / "README.md",
                "fix_plan": ws.plan_dir / "probe.json", "spec_state": ws.role_dir("spec") / "probe",
                "plan_state": ws.role_dir("plan") / "probe", "build_state": ws.role_dir("build") / "probe",
-               "config": ws.config_file, "outside": outside}
+               "config": ws.config_file, "outside": outside,
+               **{f"{other}_env_cache": cache_root(ws, other) / "probe" for other in ("spec", "plan", "build")}}  # type: ignore[arg-type]
     result = subprocess.run([sys.executable, "-c", PROBE, targets_json(targets)],
                             user=account.uid, group=account.gid, extra_groups=[], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
-ALLOWED = {"spec": {"canon", "inbox", "spec_state"}, "plan": {"fix_plan", "plan_state"}, "build": {"code", "build_state"}}
+ALLOWED = {"spec": {"canon", "inbox", "spec_state", "spec_env_cache"}, "plan": {"fix_plan", "plan_state", "plan_env_cache"},
+           "build": {"code", "build_state", "build_env_cache"}}  # each account's folder in the machine's environment cache
 
 
 @needs_useradd

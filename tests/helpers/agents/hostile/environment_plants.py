@@ -15,8 +15,8 @@ finished; then it exits before any test runs. Were it to run, that report would 
 
 setup.py records what it reached in its distribution's summary (the METADATA is all of the project a venv keeps), so
 that a test can tell "tried and was denied" from "never ran". Bounded by construction: setup.py writes only into a
-venv inside a Banach workspace (a folder above it holds banach.toml), and the forger acts only in a process started
-as testrun.py with a report channel.
+venv Banach is building (its path is KEY.building/venv, KEY 24 hex digits: the build's view shows no banach.toml to
+look for), and the forger acts only in a process started as testrun.py with a report channel.
 """
 from __future__ import annotations
 
@@ -61,22 +61,21 @@ def _forge():
 _forge()
 '''
 
-SETUP = r'''import os, sys, sysconfig
+SETUP = r'''import os, re, sys, sysconfig
 
 PAYLOAD = {payload!r}
 
 
-def _in_a_workspace(folder):
-    while folder != os.path.dirname(folder):
-        if os.path.isfile(os.path.join(folder, "banach.toml")):
-            return True
-        folder = os.path.dirname(folder)
-    return False
+def _in_an_environment_build(prefix):
+    """Whether this venv is one Banach is building (KEY.building/venv in its environment cache), by its path alone:
+    the build's view shows no workspace to look for."""
+    return os.path.basename(prefix) == "venv" and re.fullmatch(r"[0-9a-f]{{24}}\.building",
+                                                               os.path.basename(os.path.dirname(prefix)))
 
 
 reached = []
 site = sysconfig.get_paths()["purelib"]
-if sys.prefix != sys.base_prefix and _in_a_workspace(sys.prefix):  # never the machine's own interpreter
+if sys.prefix != sys.base_prefix and _in_an_environment_build(sys.prefix):  # never the machine's own interpreter
     for name, text in (("zz_forge_payload.py", PAYLOAD), ("zz_forge.pth", "import zz_forge_payload\n"),
                        ("sitecustomize.py", "import zz_forge_payload\n")):
         try:
