@@ -47,6 +47,10 @@ def defines_fixture(source: str, name: str) -> int:
     except (SyntaxError, ValueError, RecursionError):
         return 0
     for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and "fixture" in ast.unparse(node.value.func) \
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return node.lineno  # mocker = pytest.fixture()(_mocker)
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for decorator in node.decorator_list:
@@ -75,9 +79,8 @@ def in_code(repo: GitRepo, commit: str, name: str) -> Definition | None:
 
 
 def _site_folders(env: ProjectEnv) -> list[Path]:
-    if env.key:
-        root = Path(env.python).parent.parent
-        return sorted(root.glob("lib*/python*/site-packages"))
+    if env.key and env.folder is not None:  # the venv is the environment's folder, or a folder in it
+        return sorted({*env.folder.glob("lib*/python*/site-packages"), *env.folder.glob("*/lib*/python*/site-packages")})
     return [Path(p) for p in site.getsitepackages()]
 
 
