@@ -11,7 +11,8 @@ all is refused with its output: build would spend every attempt on it and never 
   - a conformance test that pytest cannot collect because of the test itself: an error raised in canon's test
     file, or an import of a module that is neither installed nor in the code nor one build may create
     (an import of the code that fails because the code lacks what the test wants is the residual);
-  - a conformance test none of whose tests ran: all skipped, or none collected.
+  - a conformance test none of whose tests ran: all skipped, or none collected;
+  - a conformance test that needs a fixture or plugin canon does not have (spec_loop/test_setup.py).
 
 Where there is doubt, the check counts as one that runs: refusing a good check costs more than letting a bad
 one through (plan reports it as failing, with its output).
@@ -38,7 +39,7 @@ from canon.store import HELD_BACK_DIR, SEALED_DIR, TESTS_DIR, CanonStore, as_nod
 from shared.checks import snapshot
 from shared.checks.oracle import HELD_BACK, SEALED, Result, build_checks, check_limits, run_checks
 from shared.checks.store import PlanStore
-from shared.environment import ProjectEnv, ProjectEnvError, project_env
+from shared.environment import ProjectEnvError, project_env
 from shared.errors import ExportError, GitError
 from shared.git import Entry, GitRepo, is_repo
 from shared.isolation.kinds import Confine
@@ -170,7 +171,9 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
                 notes.append(_note(result, code_commit))
                 private += [f"  {line}" for line in result.excerpt.splitlines()[1:]]
                 continue
-            why = _cannot_run(result, req, snap, known) or _needs_set_up(result, stored, code_commit, env)
+            tests_ran = not result.passed and result.check.identity in ("tests", HELD_BACK)
+            why = _cannot_run(result, req, snap, known) or (  # or for want of the project's test set-up
+                test_setup.cannot_run(result.excerpt, stored, code_commit, env) if tests_ran else "")
             if why:
                 refusals.append(_refusal(result, req, why, code_commit))
                 journaled.append(refusals[-1] if result.check.identity != HELD_BACK else
@@ -225,13 +228,6 @@ def _proposed_canon(stored: GitRepo, store: CanonStore, writes: dict[str, str | 
         entries[path] = Entry("100644", blob.stdout.decode().strip())
     commit, _ = stored.commit_entries(parent, entries, "canon as the change proposes it (a dry run)", {}, role="spec")
     return commit
-
-
-def _needs_set_up(result: Result, stored: GitRepo, code_commit: str, env: ProjectEnv) -> str:
-    """Why conformance tests can never pass for want of the project's test set-up (spec_loop/test_setup.py), or ""."""
-    if result.passed or result.check.identity not in ("tests", HELD_BACK):
-        return ""
-    return test_setup.cannot_run(result.excerpt, stored, code_commit, env)
 
 
 def _cannot_run(result: Result, req: Requirement, snap: snapshot.Snapshot, known: KnownPaths) -> str:
