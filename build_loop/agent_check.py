@@ -16,6 +16,7 @@ from shared.app.simulated import is_bundled_example
 from shared.errors import AgentError, IsolationError
 from shared.isolation.kinds import turn_view
 from shared.isolation.policy import sandbox_argv
+from shared.isolation.shims import missing_folder
 from shared.isolation.trial import PORT, answering_gateway
 from shared.process import Request, run
 from shared.workspace import Workspace
@@ -83,10 +84,13 @@ def _check_rungs(ws: Workspace, scratch: Path, gateway: Path) -> list[AgentCheck
             checks.append(AgentCheck(True, f"agent {rung}: {program} --version: {said[0] if said else '(no output)'}"))
         else:
             status = "timed out" if outcome.timed_out else f"exit code {outcome.returncode}"
+            folder = missing_folder(outcome.stdout + outcome.stderr)
+            advice = (f"its turn's view lacks {folder}, which {program} needs; add it to banach.toml's [isolation] "
+                      f'section: read_paths = ["{folder}"]' if folder is not None else
+                      f"install {program} where build-loop finds it (scripts/install_clis.py installs the pinned "
+                      f"CLIs), or fix agents.{rung}.command in banach.toml")
             checks.append(AgentCheck(False, f"agent {rung}: {program} --version failed ({status}): "
-                                     f"{said[-1] if said else 'no output'}",
-                                     f"install {program} where build-loop finds it (scripts/install_clis.py installs "
-                                     f"the pinned CLIs), or fix agents.{rung}.command in banach.toml"))
+                                     f"{said[-1] if said else 'no output'}", advice))
     return checks
 
 

@@ -17,6 +17,7 @@ from spec_loop.checks import check_canon
 from spec_loop.draft import Draft, target_for
 from spec_loop.edit import edit as edit_session
 from spec_loop.edit import edit_text
+from spec_loop.from_code import code_drafts
 from spec_loop.intake import take_inbox
 from spec_loop.run import serve_inbox
 from spec_loop.service import SpecService
@@ -131,19 +132,32 @@ def edit(workspace: Path, document: str | None, text_from: TextIO | None) -> Non
 @cli.command()
 @workspace_option
 @click.option("--name", help="the draft's file name, for one TEXT or '-' (default: draft-<time>.md)")
-@click.argument("drafts", nargs=-1, required=True, metavar="FILE_OR_TEXT...")
-def add(workspace: Path, drafts: tuple[str, ...], name: str | None) -> None:
+@click.option("--from-code", "from_code", multiple=True, metavar="PATH",
+              help="a file of the project's test set-up, taken from the code's current commit: a conftest.py or "
+                   "file under tests/ (same path in canon), or pyproject.toml, setup.cfg, tox.ini or pytest.ini "
+                   "(its pytest options become canon's pytest.ini)")
+@click.option("--plugin", "plugins", multiple=True, metavar="NAME",
+              help="a pytest plugin of the project's environment that conformance runs load (-p NAME in canon's "
+                   "pytest.ini); no plugin loads otherwise")
+@click.argument("drafts", nargs=-1, metavar="FILE_OR_TEXT...")
+def add(workspace: Path, drafts: tuple[str, ...], name: str | None, from_code: tuple[str, ...],
+        plugins: tuple[str, ...]) -> None:
     """Propose a change from the command line: FILEs (a requirement document and the conformance tests it
     names, taken together as one version), '-' for standard input, or one TEXT itself.
 
     A FILE lands by its name (billing.md as requirements/billing.md, test_bill.py in tests/); one given as
     tests/... or requirements/... keeps that path. Text that starts with '-' (a '---' header) goes after
-    '--': spec-loop add --name x.md -- "$(cat x.md)".
+    '--': spec-loop add --name x.md -- "$(cat x.md)". The project's own test set-up (fixtures of its
+    conftest.py, its pytest options, its pytest plugins) is canon's only when it is brought in, with
+    --from-code and --plugin, in the same change or a later one.
 
-    Example: spec-loop add billing.md test_billing.py
+    Example: spec-loop add billing.md test_billing.py --from-code tests/conftest.py
     """
+    if not drafts and not from_code and not plugins:
+        raise click.UsageError("give the FILEs of the change, or --from-code PATH, or --plugin NAME")
     service = _service(workspace)
-    change = drafts_from_arguments(drafts, name)
+    change = drafts_from_arguments(drafts, name) if drafts else []
+    change = code_drafts(service.ws, from_code, plugins, change, service.store)
     with service.locked():
         decision = service.decide_change(change, source="add")
     for notice in service.notices:

@@ -8,6 +8,8 @@ from pathlib import PurePosixPath
 
 from canon.model import Document, Requirement
 from canon.parser import CanonSyntaxError, parse_document
+from canon.pytest_config import INI
+from canon.pytest_config import problems as ini_problems
 from canon.reconcile import reconcile
 from canon.removal import orphaned_tests, remove_elsewhere
 from canon.store import HELD_BACK_DIR, REQUIREMENTS_DIR, SEALED_DIR, TESTS_DIR, CanonStore, as_node_path, held_back_path
@@ -47,6 +49,8 @@ class Review:
 def target_for(name: str) -> str | None:
     """Where a draft of this file name lands in canon, or None for a kind of file canon does not hold."""
     path = PurePosixPath(name)
+    if path.name == INI:
+        return INI  # canon's pytest configuration, at its root (canon/pytest_config.py)
     if path.parts and path.parts[0] in (REQUIREMENTS_DIR, TESTS_DIR, SEALED_DIR) and len(path.parts) > 1:
         return str(path)
     if path.suffix == ".json":
@@ -88,8 +92,9 @@ def _unplaceable(drafts: tuple[Draft, ...]) -> list[str]:
     for draft in drafts:
         if not draft.target:
             problems.append(f"{draft.name}:1: canon holds requirement documents (*.md), conformance tests (test_*.py) "
-                            "and files of sealed cases (*.json); this file is none of them. Rename it or leave it out "
-                            "of the inbox.")
+                            "with their conftest.py, files of sealed cases (*.json) and its pytest.ini; this file is "
+                            "none of them. Rename it or leave it out of the inbox (a project's pytest options come in "
+                            "with: spec-loop add --from-code pyproject.toml).")
         elif draft.target in first:
             problems.append(f"{draft.name}:1: {first[draft.target]} in the same change lands at {draft.target} too; "
                             "keep one of them")
@@ -125,7 +130,13 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
             except CasesError as exc:
                 broken_tests.append(str(exc))
                 continue
-        elif draft.target.startswith(f"{TESTS_DIR}/"):
+        elif draft.target == INI:
+            text = draft.content.decode("utf-8", errors="replace")
+            ini_broken = [f"{draft.name}:{problem}" for problem in ini_problems(text)]
+            if ini_broken:
+                broken_tests += ini_broken
+                continue
+        elif draft.target.startswith(f"{TESTS_DIR}/") or draft.target == "conftest.py":
             problem = _python_problem(draft)
             text = draft.content.decode("utf-8", errors="replace")
             if draft.target.endswith(".py"):

@@ -11,7 +11,8 @@ all is refused with its output: build would spend every attempt on it and never 
   - a conformance test that pytest cannot collect because of the test itself: an error raised in canon's test
     file, or an import of a module that is neither installed nor in the code nor one build may create
     (an import of the code that fails because the code lacks what the test wants is the residual);
-  - a conformance test none of whose tests ran: all skipped, or none collected.
+  - a conformance test none of whose tests ran: all skipped, or none collected;
+  - a conformance test that needs a fixture or plugin canon does not have (spec_loop/test_setup.py).
 
 Where there is doubt, the check counts as one that runs: refusing a good check costs more than letting a bad
 one through (plan reports it as failing, with its output).
@@ -32,6 +33,7 @@ from pathlib import Path, PurePosixPath
 
 from canon.check_paths import KnownPaths, as_path
 from canon.model import Canon, Document, Requirement
+from canon.pytest_config import INI
 from canon.scope import matches
 from canon.store import HELD_BACK_DIR, SEALED_DIR, TESTS_DIR, CanonStore, as_node_path
 from shared.checks import snapshot
@@ -43,6 +45,7 @@ from shared.git import Entry, GitRepo, is_repo
 from shared.isolation.kinds import Confine
 from shared.measurement import tamper
 from shared.workspace import Workspace
+from spec_loop import test_setup
 
 OUTPUT_LINES = 15  # of a refused check's output, shown with the refusal
 _NOT_FOUND = re.compile(r"^.*?: (?:line )?\d+: (?:exec: )?(.+?): (?:command )?not found\s*$", re.M)
@@ -87,7 +90,8 @@ def new_checks(previous: dict[str, Requirement], proposed: dict[str, Requirement
                 wanted.append(_Wanted(req, f"check:{index}"))
         files = {node.split("::", 1)[0] for node in req.tests}
         touched = any(changed == file or (PurePosixPath(changed).name == "conftest.py"
-                                          and PurePosixPath(file).is_relative_to(PurePosixPath(changed).parent))
+                                          and (PurePosixPath(file).is_relative_to(PurePosixPath(changed).parent)
+                                               or changed == "conftest.py"))
                       for changed in changed_tests for file in files)
         if req.tests and (before is None or before.tests != req.tests or touched):
             wanted.append(_Wanted(req, "tests"))
@@ -123,6 +127,8 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
     proposed = {req.id: req for doc in documents for req in doc.requirements}
     changed_tests = {as_node_path(path) for path, text in writes.items()
                      if as_node_path(path).startswith(f"{TESTS_DIR}/") and text is not None}
+    if {INI, "conftest.py"} & set(writes):  # canon's own test set-up: every conformance test may measure otherwise
+        changed_tests |= {"conftest.py"}
     changed_sealed = frozenset(path for path, text in writes.items() if path.startswith(f"{SEALED_DIR}/") and text)
     wanted = new_checks(previous, proposed, changed_tests, changed_sealed)
     if not wanted or not (is_repo(ws.code, ws.code_git) or is_repo(ws.code)):
@@ -165,7 +171,9 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
                 notes.append(_note(result, code_commit))
                 private += [f"  {line}" for line in result.excerpt.splitlines()[1:]]
                 continue
-            why = _cannot_run(result, req, snap, known)
+            tests_ran = not result.passed and result.check.identity in ("tests", HELD_BACK)
+            why = _cannot_run(result, req, snap, known) or (  # or for want of the project's test set-up
+                test_setup.cannot_run(result.excerpt, stored, code_commit, env) if tests_ran else "")
             if why:
                 refusals.append(_refusal(result, req, why, code_commit))
                 journaled.append(refusals[-1] if result.check.identity != HELD_BACK else
@@ -173,6 +181,9 @@ def dry_run(ws: Workspace, store: CanonStore, documents: Sequence[Document], wri
                                  f"{code_commit[:12]} (what and why were shown to the person who submitted them)")
             else:
                 notes.append(_note(result, code_commit))
+        if any(r.check.identity in ("tests", HELD_BACK) for r in results):
+            unfrozen = test_setup.unfrozen_options(stored, code_commit, stored.show(canon_commit, INI))
+            notes += [unfrozen] if unfrozen else []
         return DryRun(tuple(refusals), tuple(notes), private=tuple(private), journal_refusals=tuple(journaled))
     finally:
         snapshot.release(snap)
@@ -386,7 +397,9 @@ def _note(result: Result, code_commit: str) -> str:
         return f"dry run at code {code_commit[:12]}: {check.requirement} sealed cases: {result.excerpt.splitlines()[0]}"
     what = f"{check.requirement} {names.get(check.identity, repr(check.label))}"
     if result.passed:
-        return f"dry run at code {code_commit[:12]}: {what} passes already"
+        return (f"dry run at code {code_commit[:12]}: {what} passes already: build has nothing to do for it, and plan "
+                "counts it met. If it should fail until the code changes, it does not measure that change (does it "
+                "fail in the project only with the project's fixtures or pytest options?)")
     if result.timed_out:
         return f"dry run at code {code_commit[:12]}: {what} ran out of its {check.timeout:g}s; plan will count it failing"
     return f"dry run at code {code_commit[:12]}: {what} runs and fails (the residual build will work on)"

@@ -91,6 +91,9 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
     """env: the environment the checks run in; its key and import roots are part of every memo key."""
     env_key = {"env": env.key, "roots": list(env.roots)} if env is not None and (env.key or env.roots != ("",)) else {}
     tests_tree = canon_repo.tree_id(canon.commit, "tests") if canon.test_files else ""
+    set_up = [canon_repo.show(canon.commit, path) or "" for path in ("pytest.ini", "conftest.py")]  # at canon's root
+    if any(set_up) and tests_tree:  # canon's own test set-up decides the verdict too (shared/measurement/plugins.py)
+        tests_tree += ":" + hashlib.sha256("\0".join(set_up).encode()).hexdigest()
     cache: dict[str, dict[str, str]] = {}
 
     def blobs() -> dict[str, str]:

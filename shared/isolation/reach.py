@@ -9,6 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from shared.isolation.shims import manager_root
 from shared.isolation.view import SYSTEM_FOLDERS
 
 BANACH_PACKAGES = ("shared", "build_loop", "plan_loop", "spec_loop", "canon")
@@ -61,7 +62,8 @@ def _shebang(program: Path) -> str:
 
 def toolchain(argv: tuple[str, ...], path_variable: str, forbidden: list[Path]) -> list[Path]:
     """Read-only folders for running argv: its program's install, the interpreter its first line names, node, the
-    folder of each file the command line names; Banach's interpreter and packages. A folder that holds one of
+    folder of each file the command line names, a version manager's root for a shim among them
+    (shared/isolation/shims.py); Banach's interpreter and packages. A folder that holds one of
     `forbidden` (the HOME, the workspace) is narrowed to the file itself."""
     found: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), *_own_libraries()]
     for name in BANACH_PACKAGES:
@@ -82,6 +84,9 @@ def toolchain(argv: tuple[str, ...], path_variable: str, forbidden: list[Path]) 
     for file in files:
         for root in install_roots(file):
             found.append(file if any(_holds(root, kept) for kept in forbidden) else root)
+            manager = manager_root(root) or manager_root(file)  # a shim: the manager and what it runs, whole
+            if manager is not None and not any(_holds(manager, kept) for kept in forbidden):
+                found.append(manager)
     system = [Path(folder) for folder in SYSTEM_FOLDERS]
     return [path for path in dict.fromkeys(p.resolve() for p in found if p.exists())
             if not any(_holds(folder, path) for folder in system)]

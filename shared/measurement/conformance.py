@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from shared.export import remove_tree
+from shared.measurement import plugins
 from shared.measurement.canaries import Planted, hide, plant
 from shared.measurement.renaming import Renamed, rename
 from shared.process import Limits, Outcome, Request
@@ -210,25 +211,30 @@ def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], folder: Pat
         if not path.is_symlink():
             path.chmod(0o555 if path.is_dir() else 0o444)
     (folder / "tmp").mkdir()
+    ini = copy / plugins.INI
+    named = plugins.named(ini.read_text(encoding="utf-8", errors="replace") if ini.is_file() else None, sources)
     argv = command(copy, code_dir, tuple(renamed.run_node(node) for node in nodes), planted.nodes, python, roots,
-                   show_sources)
+                   show_sources, named)
     stdin = json.dumps({str(copy / rel): text for rel, text in planted_sources.items()})
     return Run(argv, folder, expected_tests(canon_dir, nodes), planted, renamed, stdin, canon_dir, code_dir)
 
 
 def command(copy: Path, code_dir: Path, nodes: tuple[str, ...], canaries: tuple[str, ...], python: str,
-            roots: tuple[str, ...], show_sources: bool = True) -> tuple[str, ...]:
+            roots: tuple[str, ...], show_sources: bool = True, plugin_names: tuple[str, ...] = ()) -> tuple[str, ...]:
     """argv of one run: our runner in isolated mode, without the site module (shared/measurement/testrun.py adds
     site-packages without running what they hold), under the project's interpreter, on the copy's tests and the
-    canaries, with the code's import roots first on sys.path."""
+    canaries, with the code's import roots first on sys.path. plugin_names: those canon names (shared/measurement/plugins.py),
+    which the runner imports from the environment before the code's roots; the rest of pytest's options are canon's ini
+    (the copy's, never the code's) and ours after it, which win."""
     whole_files = {node for node in nodes if "::" not in node}
     targets = [str(copy / node) for node in nodes]
     targets += [str(copy / canary) for canary in canaries if _file(canary) not in whole_files]
     ini = next((copy / n for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg") if (copy / n).is_file()), None)
     code = [flag for root in roots for flag in ("--code", str(code_dir / root))]  # a root of "" is code_dir itself
     shown = [] if show_sources else ["--no-source"]
-    return (python, "-I", "-S", "-B", str(RUNNER), *code, *shown, "--",
-            "-q", "-p", "no:cacheprovider", "--no-header", "--continue-on-collection-errors",
+    named = [flag for name in plugin_names for flag in ("--plugin", name)]
+    return (python, "-I", "-S", "-B", str(RUNNER), *code, *named, *shown, "--",
+            "-q", "-p", "no:cacheprovider", "--no-header", "--continue-on-collection-errors", "--import-mode=prepend",
             f"--rootdir={copy}", f"--confcutdir={copy}",
             "-c", str(ini) if ini else os.devnull, *targets)
 

@@ -1,6 +1,7 @@
 """Run canon's conformance tests and report each test's outcome outside the exit code.
 
-    BANACH_REPORT_FD=N python -I -S /path/to/shared/measurement/testrun.py --code DIR [--code DIR]... -- PYTEST_ARGS...
+    BANACH_REPORT_FD=N python -I -S /path/to/shared/measurement/testrun.py --code DIR [--code DIR]... \
+        [--plugin NAME]... -- PYTEST_ARGS...
 
 Started by absolute path in isolated mode (-I): neither the working directory, nor PYTHONPATH, nor this
 file's folder is on sys.path, so nothing in the work tree can stand in for pytest or for this runner. And
@@ -11,7 +12,9 @@ environment's packages were installed by a build that ran other people's code an
 report goes to descriptor N, a pipe the measuring process made for this run alone (shared/process.py): no
 path names it, so no other check, and nothing outside this process, can write it or swap it. The process
 makes itself non-dumpable first, so that other processes of its user cannot open its descriptors through
-/proc either. A line is written and flushed as each test ends, and the last line says pytest finished; a
+/proc either. The pytest plugins canon names (--plugin, shared/measurement/plugins.py) are imported from the
+environment right after pytest, before the code's roots are on sys.path: a module of the code's named like one is
+never what loads. A line is written and flushed as each test ends, and the last line says pytest finished; a
 run without that line measures nothing (shared/measurement/conformance.py). Only then are the code's import roots (its
 root, or src/ for a src layout) put first on sys.path, so the project's own modules (even ones named `shared`,
 `canon` or `pytest`) are what its tests import, before any installed copy. It runs under the project's
@@ -184,15 +187,37 @@ def _site_packages() -> list[str]:
     return found
 
 
+def _plugins(names: list[str]) -> str:
+    """Import the plugins canon names (a module, or a pytest11 entry point of that name) from the environment;
+    returns what could not be imported, or ""."""
+    import importlib
+    import importlib.metadata
+
+    for name in names:
+        points = [point for point in importlib.metadata.entry_points(group="pytest11") if point.name == name]
+        try:
+            for point in points:
+                importlib.import_module(point.module)
+            if not points:
+                importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 -- said whole, and the run measures nothing
+            return (f"testrun: canon names the pytest plugin {name}, which the project's environment cannot import "
+                    f"({type(exc).__name__}: {exc}); add the package that provides it to the project's test "
+                    "dependencies, or [env] requirements in banach.toml")
+    return ""
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
-        print("usage: BANACH_REPORT_FD=N python -I -S testrun.py --code DIR [--no-source] -- PYTEST_ARGS < SOURCES",
+        print("usage: BANACH_REPORT_FD=N python -I -S testrun.py --code DIR [--plugin NAME] [--no-source] -- PYTEST_ARGS "
+              "< SOURCES",
               file=sys.stderr)
         return 2
     _not_dumpable()
     split = argv.index("--")
     options, pytest_args = argv[:split], argv[split + 1:]
     roots = [options[i + 1] for i in range(len(options) - 1) if options[i] == "--code"]
+    named = [options[i + 1] for i in range(len(options) - 1) if options[i] == "--plugin"]
     sources = _read_sources()
     descriptor = os.environ.pop(REPORT_FD_ENV, "")
     if not descriptor.isdigit():
@@ -206,6 +231,11 @@ def main(argv: list[str]) -> int:
 
     FromMemory.pytest_load_initial_conftests = pytest.hookimpl(tryfirst=True)(  # type: ignore[method-assign]
         FromMemory.pytest_load_initial_conftests)
+    missing = _plugins(named)  # before the code is on sys.path too
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
+
     canon = FromMemory(sources, show="--no-source" not in options)
     sys.meta_path.insert(0, canon)
     sys.path[:0] = roots  # the project's import roots, in order, before anything installed

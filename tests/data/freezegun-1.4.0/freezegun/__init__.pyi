@@ -1,0 +1,2 @@
+from .api import freeze_time as freeze_time
+

@@ -1,0 +1,4 @@
+#!/usr/bin/env python
+from setuptools import setup
+
+setup()
