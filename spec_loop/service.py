@@ -116,7 +116,8 @@ class SpecService:
     def _dry_run(self, verdict: Review) -> Review:
         """The change's new checks, run once against the code's current commit: one that cannot run refuses it. And
         the tamper scan's hits already in the code of the requirements it adds or re-scopes, said once."""
-        from spec_loop.dry_run import dry_run, standing_hits, unsealed
+        from spec_loop.dry_run import dry_run
+        from spec_loop.forewarn import standing_hits, unsealed
 
         tried = dry_run(self.ws, self.store, verdict.documents, verdict.writes)
         previous = {req.id: req for doc in self.store.load_documents() for req in doc.requirements}
