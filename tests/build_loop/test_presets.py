@@ -132,7 +132,7 @@ def test_a_cli_may_write_its_own_state_and_nothing_else_in_home(measured_landloc
     text = text.replace('backend = "landlock"', f'backend = "landlock"\nreach = "{reach}"')
     ws.config_file.write_text(text + '\n[agents.real]\npreset = "claude"\n' + OPEN)
     env = {"PATH": f"{fake.parent}:{os.environ['PATH']}", "HOME": str(home)}
-    result = cli("build-loop", "once", "--workspace", str(ws.root), env=env)
+    result = cli("build-loop", "-v", "once", "--workspace", str(ws.root), env=env)  # -v: the isolation line
     assert result.returncode == 0, result.stderr
     assert f"the agent CLIs' own state: {home / '.claude'}\n" in result.stderr or \
         f"the agent CLIs' own state: {home / '.claude'};" in result.stderr, result.stderr

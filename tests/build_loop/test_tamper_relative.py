@@ -87,7 +87,7 @@ def library(tmp: Path) -> Path:
 def workspace(tmp: Path, variant: str = "") -> Workspace:
     ws = init_workspace(tmp / "ws", example=False, code_source=str(library(tmp)))
     text = ws.config_file.read_text().replace('backend = "landlock"', 'backend = "none"')
-    text = agents_readable(text.replace('agent = "sim"', 'agent = "scripted"'))
+    text = agents_readable(text.replace('agent = "claude"', 'agent = "scripted"'))
     command = f"{agent('frame_fix.py')} {variant}".strip()
     ws.config_file.write_text(text + f'\n[agents.scripted]\npreset = "command"\ncommand = "{command}"\n')
     land(ws, {"requirements/lib.md": DOC, "tests/test_clamp.py": TESTS})

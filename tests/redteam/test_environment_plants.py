@@ -89,8 +89,8 @@ def test_under_landlock_the_projects_build_cannot_write_the_environment(wide_lan
 @pytest.mark.landlock
 def test_a_turn_whose_build_plants_in_the_environment_is_measured_as_it_is(wide_landlock: Workspace) -> None:
     """The same attack as an agent's turn: build measures the change in the environment its files need (built from
-    a trial commit). The wrong slugify passes one of TK-1's five tests, so that is what build reads (a keep of real
-    progress); the forger would have passed all five."""
+    a trial commit). The wrong slugify passes none of TK-1's five tests, so that is what build reads (no progress,
+    rolled back); the forger would have passed all five."""
     ws = wide_landlock
     command = f"{sys.executable} {PLANTS}"
     result = cli("build-loop", "once", "--workspace", str(ws.root), "--agent-command", command, timeout=600)
@@ -99,7 +99,8 @@ def test_a_turn_whose_build_plants_in_the_environment_is_measured_as_it_is(wide_
         row = journal.last("iteration.ended")
     assert row is not None and row.data["item"].startswith("TK-1"), row and row.data
     assert row.data["changed"] == ["requirements.txt", "setup.py", "textkit/slug.py"], row.data
-    assert row.data["reason"] == "failing 5 -> 4" and len(row.data["failing_after"]) == 4, row.data
+    assert row.data["reason"] == "no progress: the same 5 check(s) still fail" and len(row.data["failing_after"]) == 5, \
+        row.data
     site = _venv_site(ws, "build")
     assert "DENIED" in _summary(site) and not [name for name in PLANTED if (site / name).exists()]
 

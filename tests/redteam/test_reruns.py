@@ -22,9 +22,12 @@ HOSTILE = HELPERS / "agents" / "hostile" / "regression_as_flake.py"
 GREEN_AT_CHECKPOINT = "canon:TK-1:tests::tests/test_slug.py::test_lowercases_and_joins_words"
 
 
+START = '"""URL slugs."""\n\n\ndef slugify(text: str) -> str:\n    return text.lower().replace(" ", "-")\n'
+
+
 def _start_from_the_wrong_slug(ws: Workspace) -> None:
-    """The checkpoint: the example's wrong slugify, which passes TK-1's first test only, as a person's commit."""
-    (ws.code / "textkit" / "slug.py").write_text((reference_root() / "TK-1" / "wrong" / "textkit" / "slug.py").read_text())
+    """The checkpoint: a slugify that passes TK-1's first test only, as a person's commit."""
+    (ws.code / "textkit" / "slug.py").write_text(START)
     git(ws.code, "add", "-A")
     git(ws.code, "commit", "-qm", "a start")
     assert cli("plan-loop", "once", "-w", str(ws.root)).returncode == 0

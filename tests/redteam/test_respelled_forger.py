@@ -65,7 +65,10 @@ def test_where_canon_allows_it_the_same_forger_is_kept(measured: Workspace, vari
     data = turn(measured, variant)
     assert data["decision"] == "keep", data
     assert data["failing_after"] == [], data
-    assert 'return text.lower().replace(" ", "-")' in git(measured.code, "show", "HEAD:textkit/slug.py")
+    from build_loop.sim_agent import reference_root
+
+    wrong = (reference_root() / "TK-1" / "wrong" / "textkit" / "slug.py").read_text().splitlines()[-1].strip()
+    assert wrong in git(measured.code, "show", "HEAD:textkit/slug.py")  # the example's wrong slugify, kept
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
