@@ -87,7 +87,8 @@ class Measurer:
                                       python=project.python, network=req.network))
             if req.tests:
                 sensors.append(Sensor(f"canon:{rid}:tests", (), "conformance", timeout, tuple(req.tests), canon_dir,
-                                      project.python, project.roots, req.network))
+                                      project.python, project.roots, req.network, project.node_modules,
+                                      project.go_modules))
         return sensors
 
     def env(self, canon_dir: Path, scratch: Path, project: ProjectEnv | None = None, tree: Path | None = None) -> dict[str, str]:
@@ -143,7 +144,8 @@ class Measurer:
         if not tree.exists():
             code.export(commit, tree)
         project = self.environment(code, commit)
-        return self.read([replace(s, python=project.python, roots=project.roots) for s in sensors], canon_dir, scratch,
+        return self.read([replace(s, python=project.python, roots=project.roots, node_modules=project.node_modules,
+                                  go_modules=project.go_modules) for s in sensors], canon_dir, scratch,
                          project, tree=tree)
 
     def for_change(self, code: GitRepo, turn: Turn, entries: dict[str, Entry | None], budget: float) -> ChangeSetup:

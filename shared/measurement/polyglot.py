@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from shared.measurement import conformance, gotest, nodetest
@@ -63,6 +63,21 @@ class AnyRun:
             file.close()
 
 
+def label(nodes: tuple[str, ...]) -> str:
+    """How a run of these node ids is named to people: by its runners ("node --test tests/a.test.ts")."""
+    words = {"node": "node --test", "go": "go test"}
+    runners = list(dict.fromkeys(words.get(runner_of(node.split("::", 1)[0]) or "", "pytest") for node in nodes))
+    return " + ".join(runners) + " " + " ".join(nodes)
+
+
+def merged(outcomes: list[Outcome]) -> Outcome:
+    """Several runs of one check (a file a run) as one outcome: timed out when any was, their times added."""
+    return replace(outcomes[0], returncode=max(o.returncode for o in outcomes), timed_out=any(o.timed_out for o in outcomes),
+                   cancelled=any(o.cancelled for o in outcomes), capped=next((o.capped for o in outcomes if o.capped), ""),
+                   duration=sum(o.duration for o in outcomes), stdout="".join(o.stdout for o in outcomes),
+                   stderr="".join(o.stderr for o in outcomes))
+
+
 def combined(verdicts: list[Judgement]) -> Judgement:
     """One verdict of several runs: every test's outcome; void when any run is (the first one's reason)."""
     results: dict[str, bool] = {}
@@ -109,4 +124,4 @@ def prepare(canon_dir: Path, code_dir: Path, nodes: tuple[str, ...], folder: Pat
     return AnyRun(python_run, tuple(files))
 
 
-__all__ = ["AnyRun", "combined", "other_languages", "prepare"]
+__all__ = ["AnyRun", "combined", "label", "merged", "other_languages", "prepare"]
