@@ -75,7 +75,7 @@ class Measurer:
         project = project or OWN
         # 'sh -c "CMD \"$@\"" sh ARGS' hands the junit flag of a pytest-kind sensor on to the command
         sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command + (' "$@"' if s.kind == "pytest" else ""), "sh"), s.kind,
-                          s.timeout, python=project.python, network=s.network)
+                          s.timeout, python=project.python, network=s.network, go_modules=project.go_modules)
                    for s in self.ws.config.build.sensors]
         timeout = self.ws.config.plan.check_timeout
         for rid in item.requirements:
@@ -100,6 +100,8 @@ class Measurer:
                     "PYTHONPATH": os.pathsep.join(project.import_paths(tree or self.tree)), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
                     "BANACH_PYTHON": project.python})
         env["PATH"] = project.search_path(env.get("PATH", os.environ.get("PATH", "/usr/bin:/bin")))
+        if project.go_modules is not None:  # `go test ./...` as a sensor: the modules its environment downloaded, offline
+            env.update({"GOMODCACHE": str(project.go_modules), "GOPROXY": "off", "GOTOOLCHAIN": "local", "GOWORK": "off"})
         return env
 
     def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path, project: ProjectEnv | None = None,

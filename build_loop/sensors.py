@@ -136,8 +136,9 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
             own = folder / "tmp"
             argv = (*sensor.argv, f"--junitxml={own / 'junit.xml'}", "-o", "junit_family=xunit1") \
                 if sensor.kind == "pytest" else sensor.argv
-            confined = wrap(argv, python=sensor.python, writable=own, read=(sensor.canon_dir,) if sensor.canon_dir else (),
-                            hidden=[], network=sensor.network) if wrap else argv
+            read = tuple(path for path in (sensor.canon_dir, sensor.go_modules) if path is not None)
+            confined = wrap(argv, python=sensor.python, writable=own, read=read, hidden=[], network=sensor.network) \
+                if wrap else argv
             requests = [Request(confined, cwd=cwd, env={**env, "TMPDIR": str(own), "HOME": str(own)},
                                 timeout=sensor.timeout, grace=0.5, limits=limits)]
         try:

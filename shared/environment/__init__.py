@@ -197,14 +197,15 @@ def what_it_needs(ws: Workspace, repo: GitRepo, commit: str) -> str:
     """For doctor: what the code at commit needs and why, where its environment is, and whether the machine has it."""
     wanted = _wanted(ws, repo, commit)
     roots = ", ".join(root or "." for root in wanted.roots)
+    others = ecosystems.described(wanted.ecosystem)
     if not wanted.key:
-        return f"the code needs nothing beyond pytest (Banach's own interpreter); import roots {roots}"
+        return f"the code needs nothing beyond pytest (Banach's own interpreter); import roots {roots}" + others
     folder = EnvCache.of(ws, "plan").find(wanted.key)
     where = (f"built in the machine's cache at {folder}" if folder else
              f"not built yet (the first role to measure builds it in {EnvCache.of(ws, 'plan').root})")
     named = [list(pair) for pair in wanted.needs.named]
     return (f"the code needs {_needs_text(named, [list(pair) for pair in wanted.needs.left_out])}; in a venv from "
-            f"{wanted.python} (made by {ws.config.env.tool}), {where}; import roots {roots}")
+            f"{wanted.python} (made by {ws.config.env.tool}), {where}; import roots {roots}" + others)
 
 
 def describe(ws: Workspace) -> list[str]:

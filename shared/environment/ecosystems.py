@@ -92,6 +92,17 @@ def go_needs(files: Mapping[str, bytes]) -> dict[str, bytes]:
     return {name: files[name] for name in GO_FILES if name in files}
 
 
+def described(files: Mapping[str, bytes]) -> str:
+    """For doctor: what else the code needs installed (npm packages, Go modules), or ""."""
+    try:
+        said = [f"its npm packages ({', '.join(node_needs(files))}: npm ci --ignore-scripts)" if node_needs(files) else "",
+                f"its Go modules ({', '.join(go_needs(files))}: go mod download)" if go_needs(files) else ""]
+    except ProjectEnvError as exc:
+        return f"; {exc}"
+    said = [part for part in said if part]
+    return "; and " + ", ".join(said) + ", built once per machine in its cache" if said else ""
+
+
 def _npm_registry_hosts(environ: Mapping[str, str]) -> set[str]:
     urls = [environ.get(name, "") for name in ("npm_config_registry", "NPM_CONFIG_REGISTRY")]
     return {urlsplit(url).hostname or "" for url in urls if url.startswith("http")} - {""}
