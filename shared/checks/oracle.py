@@ -164,9 +164,11 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
     held = [snapshot.held_back] if snapshot.held_back else []
     if check.identity == SEALED:  # the cases' inputs only: the expected values stay in this process
         files = {path: load_cases(text, path) for path, text in check.sealed}
-        run_ = sealed.prepare(files, snapshot.code, folder, python=env.python, roots=env.roots)
-        wrap = (lambda argv: confine(argv, python=env.python, writable=[run_.scratch], hidden=[snapshot.canon, *held, *others],
-                                     network=check.network, env=env_vars)) if confine else None
+        run_ = sealed.prepare(files, snapshot.code, folder, python=env.python, roots=env.roots,
+                              node_modules=env.node_modules, go_modules=env.go_modules)
+        wrap = (lambda argv: confine(argv, python=env.python, writable=[run_.scratch], read=run_.readable,
+                                     hidden=[snapshot.canon, *held, *others], network=check.network, env=env_vars)) \
+            if confine else None
         return _Prepared(tuple(run_.requests(env=env_vars, limits=limits, wrap=wrap)), sealed=run_)
     if check.identity not in ("tests", HELD_BACK):  # a command
         scratch = folder / "tmp"

@@ -43,6 +43,22 @@ def _read_only(tree: Path) -> None:
             path.chmod(0o555 if path.is_dir() else 0o444)
 
 
+def _link(tree: Path, node_modules: Path) -> None:
+    link = tree / "node_modules"
+    if link.exists() or link.is_symlink():
+        remove_tree(link)
+    link.symlink_to(node_modules, target_is_directory=True)
+
+
+def code_with_packages(code_dir: Path, tree: Path, node_modules: Path) -> Path:
+    """A read-only copy of the code with the project's node_modules linked in, where `node --import tsx ...` finds
+    what the project's own commands do (a sealed case's `run`, shared/measurement/sealed.py)."""
+    _copy(code_dir, tree)
+    _link(tree, node_modules)
+    _read_only(tree)
+    return tree
+
+
 def prepare(canon_dir: Path, code_dir: Path, file: str, nodes: tuple[str, ...], folder: Path, *,
             node_modules: Path | None = None, taken: set[str] | None = None) -> FileRun:
     """folder: the run's own, made new. node_modules: the project's installed packages, or None when it has none."""
@@ -58,10 +74,7 @@ def prepare(canon_dir: Path, code_dir: Path, file: str, nodes: tuple[str, ...], 
         target.unlink()
     target.write_text(suite.source, encoding="utf-8")
     if node_modules is not None:
-        link = tree / "node_modules"
-        if link.exists() or link.is_symlink():
-            remove_tree(link)
-        link.symlink_to(node_modules, target_is_directory=True)
+        _link(tree, node_modules)
     _read_only(tree)
     notes: tuple[str, ...] = ()
     loader: tuple[str, ...] = ()
