@@ -12,6 +12,7 @@ import pytest
 from shared.workspace import Workspace
 from tests.helpers.model_server import ModelServer, Script, Write
 from tests.helpers.polyglot import DATA, workspace
+from tests.helpers.workspaces import cli as cli_run
 from tests.realcli._governed import assert_no_survivors, cli_folder, governed_turn, head, pinned
 from tests.realcli._routed import Routed, configure, model_calls
 
@@ -25,6 +26,9 @@ def test_claude_takes_a_governed_turn_on_the_typescript_project(tmp_path: Path) 
     executable = pinned("claude")
     root, _ = workspace(tmp_path, "wordcase-ts", "right")
     ws = Workspace.open(root)
+    # init's banach.toml also names claude through the real provider: give that rung a key it never uses
+    assert cli_run("build-loop", "key", "set", "anthropic", "-w", str(root), input="sk-unused\n").returncode == 0
+    assert cli_run("plan-loop", "once", "-w", str(root), timeout=600).returncode == 0  # build takes plan's items
     ws.config_file.write_text(ws.config_file.read_text().replace('agent = "scripted"', 'agent = "sim"'))
     right = (DATA / "wordcase-ts" / "src" / "index.ts").read_text() + KEBAB
     with ModelServer(Script.of(Write({"src/index.ts": right}), root=str(ws.code), api_key=CANARY)) as server:
