@@ -136,8 +136,10 @@ def _go_hosts(proxy: str, sumdb: str) -> tuple[set[str], tuple[Path, ...]]:
     return hosts - {""}, tuple(folders)
 
 
-def attach(ws: Workspace, role: Role, files: Mapping[str, bytes], budget: float | None = None) -> dict[str, Path]:
-    """The folders the project's npm packages and Go modules are in, built when the machine has none for their key."""
+def attach(ws: Workspace, role: Role, files: Mapping[str, bytes], budget: float | None = None,
+           environ: Mapping[str, str] = os.environ) -> dict[str, Path]:
+    """The folders the project's npm packages and Go modules are in, built when the machine has none for their key.
+    environ: the operator's settings (npm_config_*, GOPROXY, GOSUMDB), read here, never the project's."""
     found: dict[str, Path] = {}
     for kind, needs, toolchain in (("npm", node_needs(files), "node"), ("go", go_needs(files), "go")):
         if not needs:
@@ -151,7 +153,7 @@ def attach(ws: Workspace, role: Role, files: Mapping[str, bytes], budget: float 
         if folder is None or not cache_.hold(folder):
             bounds = Bounds.of(ws, budget)
             with cache_.building(key, bounds.deadline, bounds.why) as ready:
-                folder = ready or _build(ws, role, cache_, kind, key, needs, bounds)
+                folder = ready or _build(ws, role, cache_, kind, key, needs, bounds, environ)
             if not cache_.hold(folder):
                 raise ProjectEnvError(f"the project's {kind} packages at {folder} were removed as soon as they were "
                                       f"built: another process is pruning {cache_.root}; raise [env] max_cache_bytes")
@@ -161,7 +163,7 @@ def attach(ws: Workspace, role: Role, files: Mapping[str, bytes], budget: float 
 
 
 def _build(ws: Workspace, role: Role, cache_: EnvCache, kind: str, key: str, needs: Mapping[str, bytes],
-           bounds: Bounds) -> Path:
+           bounds: Bounds, environ: Mapping[str, str]) -> Path:
     started = time.monotonic()
     folder = cache_.root / key
     building = folder.with_name(folder.name + ".building")
@@ -175,21 +177,21 @@ def _build(ws: Workspace, role: Role, cache_: EnvCache, kind: str, key: str, nee
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(home)}
     try:
         if kind == "npm":
-            hosts = set(ws.config.env.npm_hosts) | _npm_registry_hosts(os.environ)
-            env = {**base, **{k: v for k, v in os.environ.items() if k.lower().startswith("npm_config_")},
+            hosts = set(ws.config.env.npm_hosts) | _npm_registry_hosts(environ)
+            env = {**base, **{k: v for k, v in environ.items() if k.lower().startswith("npm_config_")},
                    "npm_config_cache": str(downloads), "npm_config_update_notifier": "false", "NODE_OPTIONS": "",
                    "npm_config_fund": "false", "npm_config_audit": "false"}
             argv: tuple[str, ...] = (shutil.which("npm") or "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund",
                                      "--loglevel=error")
             writable, read = [project, home, downloads], tuple[Path, ...]()
         else:
-            proxy, sumdb = go_proxy()
+            proxy, sumdb = go_proxy(environ)
             hosts, read = _go_hosts(proxy, sumdb)
             hosts |= set(ws.config.env.go_hosts)
             env = {**base, "GOMODCACHE": str(building / "gomod"), "GOPATH": str(home / "gopath"),
                    "GOCACHE": str(home / "gocache"), "GOFLAGS": "-modcacherw -mod=mod", "GOPROXY": proxy,
                    "GOSUMDB": sumdb, "GOTOOLCHAIN": "local", "GOWORK": "off", "GOENV": "off",
-                   **{k: v for k, v in os.environ.items() if k in ("GOPRIVATE", "GONOSUMDB", "GONOPROXY", "GOINSECURE")}}
+                   **{k: v for k, v in environ.items() if k in ("GOPRIVATE", "GONOSUMDB", "GONOPROXY", "GOINSECURE")}}
             argv = (shutil.which("go") or "go", "mod", "download")
             (building / "gomod").mkdir()
             writable = [project, home, building / "gomod"]
