@@ -190,7 +190,8 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
             writes[test] = None
     canon_files = sorted({as_node_path(p) for p in stored} | set(writes)) if code_files is not None else None
     arriving = frozenset(target for target, text in writes.items() if text is not None and (
-        target.startswith(f"{TESTS_DIR}/") and target.endswith(".py") or target.startswith(f"{SEALED_DIR}/")))
+        target.startswith(f"{TESTS_DIR}/") and (target.endswith(".py") or runner_of(target) is not None)
+        or target.startswith(f"{SEALED_DIR}/")))
     sealed = frozenset(path for path in stored | set(writes) if path.startswith(f"{SEALED_DIR}/") and writes.get(path, "")
                        is not None)
     found = reconcile(proposed, previous=previous, replaced=parsed, test_sources=test_sources,
