@@ -7,7 +7,8 @@
 The run's tree (folder/tree) is the code's files, canon's test file at its canon path with the run's names and its
 canaries (shared/measurement/suite_canaries.py), and the project's node_modules (shared/environment/, `npm ci` of its
 lockfile) by a link; read-only. TypeScript runs through the project's own tsx (`--import tsx`), as its own
-`node --test` would. Node's runner starts the file in a child process and reads that child's events; Banach's reporter
+`node --test` would, or, without tsx, through its own typescript (node_typescript.mjs: types erased, not
+checked). Node's runner starts the file in a child process and reads that child's events; Banach's reporter
 (node_reporter.mjs) runs in the runner's process and writes the report channel, which shared/measurement/suiterun.py
 hands the runner as its standard output alone. What code under test can still do from the child: write events for
 its own file's tests to its standard output (the runner's protocol), or open its runner's descriptors through /proc
@@ -25,8 +26,9 @@ from shared.measurement.suite_canaries import prepare as plant
 from shared.measurement.suites import TYPESCRIPT, test_names
 
 REPORTER = Path(__file__).resolve().with_name("node_reporter.mjs")
-NO_TSX = ("TypeScript conformance tests run through the project's own tsx (node --import tsx): add tsx to its "
-          "devDependencies and package-lock.json (npm install --save-dev tsx)")
+TYPESCRIPT_HOOKS = Path(__file__).resolve().with_name("node_typescript.mjs")  # the project's typescript, without tsx
+NO_TSX = ("TypeScript conformance tests run through the project's own tsx (node --import tsx) or typescript: add one "
+          "to its devDependencies and package-lock.json (npm install --save-dev tsx)")
 
 
 def node() -> str:
@@ -81,6 +83,8 @@ def prepare(canon_dir: Path, code_dir: Path, file: str, nodes: tuple[str, ...], 
     if file.endswith(tuple(f".test{suffix}" for suffix in TYPESCRIPT)):
         if node_modules is not None and (node_modules / "tsx").is_dir():
             loader = ("--import", "tsx")
+        elif node_modules is not None and (node_modules / "typescript").is_dir():
+            loader = ("--import", str(TYPESCRIPT_HOOKS))
         else:
             notes = (NO_TSX,)
     command = (node(), *loader, "--test", f"--test-reporter={REPORTER}", "--test-reporter-destination=stdout",

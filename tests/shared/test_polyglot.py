@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -192,4 +193,30 @@ for (const fd of readdirSync("/proc/self/fd")) {
 '''
     canon, project = _project(tmp_path, "node", RIGHT_JS, extra=writer)
     verdict = measure(tmp_path, canon, project, NODES["node"])
+    assert verdict.passed, verdict.summary() + verdict.output
+
+
+@pytest.mark.slow  # installs typescript from the npm registry
+def test_typescript_runs_through_the_projects_own_typescript_where_it_has_no_tsx(tmp_path: Path) -> None:
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    (packages / "package.json").write_text('{"name": "p", "version": "1.0.0", "devDependencies": '
+                                           '{"typescript": "5.9.3"}}\n')
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"], cwd=packages,
+                   check=True, capture_output=True, timeout=300)
+    canon, project = tmp_path / "canon", tmp_path / "code"
+    (canon / "tests").mkdir(parents=True)
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "twice.ts").write_text("export function twice(n: number): number {\n  return n * 2;\n}\n")
+    (canon / "tests" / "twice.test.ts").write_text(
+        'import { test } from "node:test";\nimport assert from "node:assert/strict";\n'
+        'import { twice } from "../src/twice.js";  // TypeScript\'s convention: the .js of the .ts\n\n'
+        'test("twice doubles", () => {\n  assert.equal(twice(21), 42);\n});\n')
+    measured = polyglot.prepare(canon, project, ("tests/twice.test.ts",), tmp_path / "run",
+                                node_modules=packages / "node_modules")
+    try:
+        outcomes = [run(r) for r in measured.requests(env={"PATH": os.environ["PATH"]}, timeout=120, limits=None)]
+        verdict = measured.judge(outcomes)
+    finally:
+        measured.close()
     assert verdict.passed, verdict.summary() + verdict.output
