@@ -31,7 +31,7 @@ from shared.workspace import Workspace
 METADATA_LIMIT = 1 << 20
 STOP_GRACE = 0.5  # seconds between SIGINT, SIGTERM and SIGKILL for a step past its time
 MEASURING_STACK = frozenset({"pytest", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "pygments"})
-HTTP_PROXIES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}  # the index proxy's own settings win (not GOPROXY)
+GO_PROXIES = ("GOPROXY", "GONOPROXY")  # go's module proxy, not an HTTP proxy: kept where the index proxy's settings win
 PASSED_THROUGH = ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy",
                   "no_proxy")
 
@@ -167,7 +167,7 @@ class _Steps:
             env: dict[str, str]) -> Outcome:
         """The step's outcome; a step stopped by the bounds (its time, its memory, its processes) raises, naming them."""
         if self.proxy is not None:
-            env = {**{k: v for k, v in env.items() if k.lower() not in HTTP_PROXIES}, **self.proxy.environment()}
+            env = {**{k: v for k, v in env.items() if "proxy" not in k.lower() or k in GO_PROXIES}, **self.proxy.environment()}
             argv = self.confine(argv, python=python, writable=writable, env=env, relay=self.proxy.relay)
         else:
             argv = self.confine(argv, python=python, writable=writable, env=env, network="open",
