@@ -61,13 +61,17 @@ def examine(ws: Workspace | None) -> list[Finding]:
         findings.append(Finding(False, "isolation backend 'none': nothing is enforced",
                                 "set isolation.backend = 'landlock' (or 'users') in banach.toml"))
     elif backend == "landlock":
+        from shared.environment.cache import cache_root
         from shared.isolation.policy import writable_paths
 
-        table = "; ".join(f"{role}-loop writes only {', '.join(ws.relative(p) for p in writable_paths(ws, role))}"
+        cache = cache_root(ws, "build")
+        table = "; ".join(f"{role}-loop writes only "
+                          f"{', '.join(ws.relative(p) for p in writable_paths(ws, role) if p != cache)}"
                           for role in ("spec", "plan", "build"))
         findings.append(Finding(abi >= 1, "isolation backend 'landlock'" + (
-            f": {table}; none reads another role's key or the supervisor's credentials (banach -v shows each loop's "
-            "start-up banner)" if abi else ": the kernel cannot enforce it"),
+            f": {table}; each also writes the machine's environment cache {cache}; none reads another role's key or "
+            "the supervisor's credentials (banach -v shows each loop's start-up banner)" if abi
+            else ": the kernel cannot enforce it"),
                                 "" if abi else "switch to isolation.backend = 'users' and run 'sudo banach setup-users'"))
     else:
         from shared.isolation.users import status as users_status
