@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 
 // vitest's expect(...).toEqual, the one matcher these specs use, on node:assert (see VENDORED.md)
 const expect = (actual: unknown) => ({ toEqual: (expected: unknown) => assert.deepEqual(actual, expected) });
+
 import {
   camelCase,
   capitalCase,
