@@ -1,7 +1,8 @@
-"""Issue 45's "done when", honest side: a TypeScript package tested with `node --test` and a Go module, each with a
-requirement and conformance tests in its own language, walked as a new user walks them (tests/helpers/polyglot.py):
-`banach init --code` sees the language, `spec-loop add` lands the requirement and its test (the dry run builds the
-project's npm packages, sandboxed, through the index proxy), and a SIMULATED agent's right change certifies.
+"""Issue 45's "done when", honest side: a real TypeScript package tested with `node --test` (change-case 5.4.2) and a
+real Go module (go-humanize 1.0.1), each with a requirement and conformance tests in its own language, walked as a new
+user walks them (tests/helpers/polyglot.py): `banach init --code` sees the language, `spec-loop add` lands the
+requirement and its test (the dry run builds the project's npm packages, sandboxed, through the index proxy), and a
+SIMULATED agent's right change, the project's own upstream fix, certifies.
 The hostile side is tests/redteam/test_polyglot_attacks.py."""
 from __future__ import annotations
 
@@ -34,32 +35,34 @@ def test_a_scripted_agents_right_change_certifies(tmp_path: Path, name: str) -> 
     status = json.loads(ok(cli("banach", "status", "--json", "-w", str(ws))))
     assert status["certified"] is True, status
     built = [json.loads(path.read_text()) for path in EnvCache.of(Workspace.open(ws), "plan").root.glob("*/env.json")]
-    if name == "wordcase-ts":  # tsx came from the registry by `npm ci`, once for the machine, and plan and build used it
+    if name == "change-case":  # tsx came from the registry by `npm ci`, once for the machine, and plan and build used it
         assert any(entry.get("tool") == "npm ci" for entry in built), built
 
 
-SEALED = {"cases": [{"run": ["node", "--import", "tsx", "--input-type=module", "-e",
-                             "import { kebabCase } from './src/index.ts'; console.log(kebabCase(process.argv[1]))",
-                             text], "stdout": answer + "\n"} for text, answer in (("Hello Big World", "hello-big-world"),
-                                                                                   ("toJSONString", "to-json-string"))]}
+KEYS = ("import { camelCase } from './src/keys.ts'; const object = JSON.parse(process.argv[1]); "
+        "console.log(JSON.stringify(camelCase(object, Infinity, { mergeAmbiguousCharacters: true })))")
+SEALED = {"cases": [{"run": ["node", "--import", "tsx", "--input-type=module", "-e", KEYS, given], "stdout": answer + "\n"}
+                    for given, answer in (('{"version_1_2":[{"item_3_4":1}]}', '{"version12":[{"item34":1}]}'),
+                                          ('{"outer_key":{"inner_1_2":[{"leaf_3_4":"x"}]}}',
+                                           '{"outerKey":{"inner12":[{"leaf34":"x"}]}}'))]}
 
 
 def test_sealed_run_cases_run_node_with_the_projects_own_tsx(tmp_path: Path) -> None:
     """The exam graded outside the room, for TypeScript: a sealed case's command is `node --import tsx ...` in the
     code, which finds the project's node_modules as its own commands do; only plan sees the expected output."""
-    document = PROJECTS["wordcase-ts"][2].replace("tests: tests/kebab.test.ts", "tests: tests/kebab.test.ts\n"
-                                                  "sealed: sealed/kebab.json")
-    ws, added = workspace(tmp_path, "wordcase-ts", "right", backend=BACKEND, document=document,
-                          more={"kebab.json": json.dumps(SEALED)})
-    assert "sealed/kebab.json" in added, added
+    document = PROJECTS["change-case"][2].replace("tests: tests/keys.test.ts", "tests: tests/keys.test.ts\n"
+                                                  "sealed: sealed/keys.json")
+    ws, added = workspace(tmp_path, "change-case", "right", backend=BACKEND, document=document,
+                          more={"keys.json": json.dumps(SEALED)})
+    assert "sealed/keys.json" in added, added
     ran = cli("banach", "run", "--until-certified", "--max-turns", "3", "-w", str(ws), timeout=900)
     assert ok(ran).strip().splitlines()[-1].startswith("run: CERTIFIED: plan pass "), ran.stdout
     status = json.loads(ok(cli("banach", "status", "--json", "-w", str(ws))))
-    assert status["strength"].get("sealed") == ["WC-1"], status  # its pass rests on answers computed outside
+    assert status["strength"].get("sealed") == ["CK-1"], status  # its pass rests on answers computed outside
 
 
-@pytest.mark.parametrize("name, language, sensor", [("wordcase-ts", "TypeScript", "# command = \"node --test test/\""),
-                                                    ("romannum-go", "Go", 'command = "go test ./..."')])
+@pytest.mark.parametrize("name, language, sensor", [("change-case", "TypeScript", "# command = \"node --test test/\""),
+                                                    ("go-humanize", "Go", 'command = "go test ./..."')])
 def test_init_sees_the_language_and_writes_a_config_and_a_first_requirement_that_fit(
         tmp_path: Path, name: str, language: str, sensor: str) -> None:
     source, _ = source_repo(tmp_path, name)

@@ -2,14 +2,15 @@
 user's git repository, `banach init --code` clones it, one `spec-loop add` lands a requirement with its conformance
 test in the project's own language, and a SIMULATED agent (tests/helpers/agents/hostile/polyglot.py) takes the turns.
 
-- wordcase-ts (tests/data/wordcase-ts): a TypeScript package, ESM, tested with `node --test` through tsx (its one
-  devDependency, installed by `npm ci` from its package-lock.json); WC-1 asks for kebabCase.
-- romannum-go (tests/data/romannum-go): a Go module with no requirements beyond the standard library; RN-1 asks for
-  FromRoman.
+Both are real open-source projects, vendored at a release that has a real bug fixed upstream since; the requirement
+asks for that fix and its conformance test begins with the fix's own test (tests/data/*/VENDORED.md):
 
-Both are minimal real-shaped projects written for these tests (no small open-source package fit both: one tested
-with node's own runner through tsx, one a Go module without modules to download, since this machine reaches no Go
-module proxy); their layout, manifests and tests are those of ordinary projects of their kind."""
+- change-case: change-case 5.4.2 (tests/data/change-case-5.4.2), a TypeScript package, ESM, tested with
+  `node --test` through tsx (its one devDependency, installed by `npm ci` from its package-lock.json). CK-1: the
+  functions of `change-case/keys` pass their options to the keys of nested objects and of objects in arrays
+  (blakeembrey/change-case#334, released in 5.4.3).
+- go-humanize: go-humanize 1.0.1 (tests/data/go-humanize-1.0.1), a Go module with no requirements beyond the
+  standard library. BIG-1: `BigComma` leaves its argument as it was (dustin/go-humanize#130, commit 402bd47)."""
 from __future__ import annotations
 
 import shutil
@@ -22,86 +23,106 @@ from tests.helpers.workspaces import AGENTS, cli, git
 DATA = Path(__file__).resolve().parents[1] / "data"
 AGENT = AGENTS / "hostile" / "polyglot.py"
 
-KEBAB_MD = """---
-area: case
-title: wordcase, kebab-case
+KEYS_MD = """---
+area: keys
+title: change-case, the keys of nested objects
 ---
 
-## WC-1: kebabCase joins the words with dashes
+## CK-1: the keys functions pass their options on to nested objects and arrays
 priority: 1
-paths: src/index.ts
-tests: tests/kebab.test.ts
+paths: src/keys.ts
+tests: tests/keys.test.ts
 
-`kebabCase(text)`, exported by src/index.ts, is the text's words (as `words` splits them), lower-cased and joined
-with "-".
+The functions of src/keys.ts (`camelCase(object, depth, options)` and the others) change the keys of nested objects
+and of objects inside arrays, down to `depth`, with the same options as the top level's keys (change-case#334).
 """
 
-KEBAB_TEST = """import { test } from "node:test";
+KEYS_TEST = """import { test } from "node:test";
 import assert from "node:assert/strict";
-import { kebabCase } from "../src/index.ts";
+import { camelCase, snakeCase } from "../src/keys.ts";
 
-test("kebabCase joins lower-cased words with dashes", () => {
-  assert.equal(kebabCase("hello big world"), "hello-big-world");
+// change-case's own case for the fix (#334, src/keys.spec.ts in 5.4.3), as a node:test test
+test("options reach the keys of objects inside arrays", () => {
+  assert.deepEqual(
+    camelCase({ outer_property_1_2: "outer", an_array: [{ inner_property_3_4: true }] }, Infinity, {
+      mergeAmbiguousCharacters: true,
+    }),
+    { outerProperty12: "outer", anArray: [{ innerProperty34: true }] },
+  );
 });
 
-test("kebabCase splits where the case changes", () => {
-  assert.equal(kebabCase("parseHTTPResponse"), "parse-http-response");
+test("options reach the keys of nested objects", () => {
+  assert.deepEqual(
+    snakeCase({ userName: { firstName: "ada", version2: "v2" } }, Infinity, { separateNumbers: true }),
+    { user_name: { first_name: "ada", version_2: "v2" } },
+  );
 });
 
-test("kebabCase of nothing is nothing", () => {
-  assert.equal(kebabCase("  "), "");
+test("the depth still bounds which keys change", () => {
+  assert.deepEqual(
+    camelCase({ outer_1_2: { inner_3_4: { kept_5_6: "deep" } } }, 2, { mergeAmbiguousCharacters: true }),
+    { outer12: { inner34: { kept_5_6: "deep" } } },
+  );
 });
 """
 
-ROMAN_MD = """---
-area: numerals
-title: romannum, reading numerals
+BIGCOMMA_MD = """---
+area: numbers
+title: go-humanize, BigComma and its argument
 ---
 
-## RN-1: FromRoman reads a Roman numeral
+## BIG-1: BigComma leaves its argument as it was
 priority: 1
-paths: roman/parse.go
-tests: tests/fromroman_test.go
+paths: comma.go
+tests: tests/bigcomma_test.go
 
-`roman.FromRoman(s)` is the number the numeral s writes ("MCMXCIV" is 1994), for every numeral ToRoman writes;
-any other string is an error.
+`humanize.BigComma(b)` writes b with commas ("-1,234,567") and leaves b as it was, so that writing a number twice
+writes it the same (go-humanize#130).
 """
 
-ROMAN_TEST = """package canon
+BIGCOMMA_TEST = """package canon
 
 import (
+\t"math/big"
 \t"testing"
 
-\t"example.com/romannum/roman"
+\t"github.com/dustin/go-humanize"
 )
 
-func TestFromRomanReadsWhatToRomanWrites(t *testing.T) {
-\tfor n := 1; n <= 3999; n++ {
-\t\tnumeral, _ := roman.ToRoman(n)
-\t\tif got, err := roman.FromRoman(numeral); err != nil || got != n {
-\t\t\tt.Fatalf("FromRoman(%q) = %d, %v; want %d", numeral, got, err, n)
-\t\t}
+// go-humanize's own test of the fix (comma_test.go at 402bd47, go-humanize#130), as a black-box test of the package
+func TestHumanizeBigIntMutation(t *testing.T) {
+\tvalue := big.NewInt(1000000)
+\tvalue = value.Mul(value, value)
+\texpected := humanize.BigComma(value)
+\tactual := humanize.BigComma(value)
+\tif expected != actual {
+\t\tt.Log(expected, " != ", actual)
+\t\tt.Fail()
 \t}
 }
 
-func TestFromRomanSubtracts(t *testing.T) {
-\tif got, err := roman.FromRoman("MCMXCIV"); err != nil || got != 1994 {
-\t\tt.Errorf("FromRoman(MCMXCIV) = %d, %v", got, err)
+func TestBigCommaLeavesANegativeNumberAsItWas(t *testing.T) {
+\tvalue := big.NewInt(-1234567)
+\tif got := humanize.BigComma(value); got != "-1,234,567" {
+\t\tt.Errorf("BigComma(-1234567) = %q", got)
+\t}
+\tif got := value.String(); got != "-1234567" {
+\t\tt.Errorf("BigComma changed its argument to %s", got)
 \t}
 }
 
-func TestFromRomanRefusesWhatIsNotANumeral(t *testing.T) {
-\tfor _, text := range []string{"", "IIII", "MMMM", "ABC", "IC"} {
-\t\tif _, err := roman.FromRoman(text); err == nil {
-\t\t\tt.Errorf("FromRoman(%q) is not an error", text)
-\t\t}
+func TestBigCommaWritesTheSameTwice(t *testing.T) {
+\tvalue := big.NewInt(987654321)
+\thumanize.BigComma(value)
+\tif got := humanize.BigComma(value); got != "987,654,321" {
+\t\tt.Errorf("BigComma(987654321), asked again, = %q", got)
 \t}
 }
 """
 
 PROJECTS = {
-    "wordcase-ts": (DATA / "wordcase-ts", "WC-1", KEBAB_MD, "kebab.test.ts", KEBAB_TEST),
-    "romannum-go": (DATA / "romannum-go", "RN-1", ROMAN_MD, "fromroman_test.go", ROMAN_TEST),
+    "change-case": (DATA / "change-case-5.4.2", "CK-1", KEYS_MD, "keys.test.ts", KEYS_TEST),
+    "go-humanize": (DATA / "go-humanize-1.0.1", "BIG-1", BIGCOMMA_MD, "bigcomma_test.go", BIGCOMMA_TEST),
 }
 
 
@@ -113,10 +134,10 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
 def source_repo(tmp: Path, name: str) -> tuple[Path, str]:
     """The project as the user's own git repository; returns it and its first commit."""
     source = tmp / name
-    shutil.copytree(PROJECTS[name][0], source)
+    shutil.copytree(PROJECTS[name][0], source, ignore=shutil.ignore_patterns("VENDORED.md"))
     subprocess.run(["git", "init", "-q", "-b", "main", str(source)], check=True)
     git(source, "add", "-A")
-    git(source, "commit", "-q", "-m", f"{name} as its author left it")
+    git(source, "commit", "-q", "-m", f"{name} as its release left it")
     return source, git(source, "rev-parse", "HEAD")
 
 

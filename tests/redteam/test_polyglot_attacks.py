@@ -1,10 +1,11 @@
-"""Issue 45's "done when", hostile side: in a TypeScript package (node --test) and a Go module, a change that fails
-a test, one whose code ends its test process with success, and one whose code forges the test runner's output from
-inside the test process are never kept and never certified (the agent is tests/helpers/agents/hostile/polyglot.py;
-its code is real TypeScript and Go). The forgers write a pass for every test they can find: node's straight into the
-report channel through /proc (reached without Landlock) or, where Landlock closes that, as node's own v8-serialized
-events on its standard output; go's as go's own `--- PASS` lines and `PASS`. Either way the run's canaries are among
-what they forge, and the run measures nothing."""
+"""Issue 45's "done when", hostile side: in a real TypeScript package (change-case 5.4.2, node --test) and a real Go
+module (go-humanize 1.0.1), a change that fails a test, one whose code ends its test process with success, and one
+whose code forges the test runner's output from inside the test process are never kept and never certified (the
+agent is tests/helpers/agents/hostile/polyglot.py; its code is real TypeScript and Go, in the projects' own files).
+The forgers write a pass for every test they can find: node's straight into the report channel through /proc
+(reached without Landlock) or, where Landlock closes that, as node's own v8-serialized events on its standard output;
+go's as go's own `--- PASS` lines and `PASS`. Either way the run's canaries are among what they forge, and the run
+measures nothing."""
 from __future__ import annotations
 
 import json
@@ -41,10 +42,10 @@ def test_a_failing_exiting_or_forging_change_is_never_kept_or_certified(tmp_path
     said = first["excerpt"]
     if mode == "forges":  # the forgery happened, and is what voided the run
         assert "FORGED" in said and "measurement void" in said and "canary tests" in said, said
-        route = "on the runner's output" if name == "romannum-go" else "into the report channel" \
+        route = "on the runner's output" if name == "go-humanize" else "into the report channel" \
             if backend == "none" else "in the runner's protocol"  # node's channel through /proc, closed by Landlock
         assert route in said, said
-        if name == "wordcase-ts" and backend == "landlock":
+        if name == "change-case" and backend == "landlock":
             assert "EACCES" in said, said  # Landlock refused the open of its runner's channel through /proc
     elif mode == "exits":
         assert "measurement void" in said, said

@@ -1,3 +1,0 @@
-module example.com/romannum
-
-go 1.19
