@@ -143,7 +143,8 @@ def _fresh(request: Recorded, marker: str) -> bool:
     CLI puts before it, such as aider's own example exchange, is not this conversation.)"""
     body = request.body if isinstance(request.body, dict) else {}
     messages = body.get("messages") or body.get("contents") or []  # chat and Anthropic; Gemini's role is "model"
-    items = body.get("input") if isinstance(body.get("input"), list) else []  # OpenAI Responses (codex)
+    given = body.get("input")
+    items: list[Any] = given if isinstance(given, list) else []  # OpenAI Responses (codex)
     start = next((index for index, m in enumerate(messages) if marker in _said(m)), 0)
     if messages and _said(messages[start]).startswith("# USER\n"):
         return False  # aider's summary of a chat: the conversation retold in one message, not a new one
