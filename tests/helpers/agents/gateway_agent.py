@@ -10,6 +10,8 @@ Options, for the tests that try to break the gateway's promises:
   --retry-forever   on a 429 or an overload, wait a second and ask again, without end (as some CLIs do)
   --probe HOST:PORT try a TCP connection there and print CONNECTED or BLOCKED (repeatable)
   --probe-udp HOST:PORT  send a datagram there and print SENT or BLOCKED
+  --pause S         after the spending calls, wait S seconds before the turn's work (a turn still thinking)
+  --tag TEXT        nothing but a mark on its command line, for a test to find it by
   --relay-stopped   print on stderr the line the turn's relay prints when it stops (the relay shares the agent's
                     stderr), then wait for the turn's timeout without calling the model, as a CLI that retries does
 """
@@ -102,6 +104,8 @@ def main() -> int:
     parser.add_argument("--probe", action="append", default=[])
     parser.add_argument("--probe-udp", action="append", default=[])
     parser.add_argument("--relay-stopped", action="store_true")
+    parser.add_argument("--pause", type=float, default=0.0)
+    parser.add_argument("--tag", default="")
     options = parser.parse_args()
     if options.relay_stopped:
         print("banach relay: stopped: ModuleNotFoundError(\"No module named 'threading'\")", file=sys.stderr, flush=True)
@@ -116,6 +120,8 @@ def main() -> int:
     for index in range(options.calls):
         call([{"role": "user", "content": f"{prompt}\n(spending call {index + 1})"}], retry_forever=options.retry_forever)
         print(f"spent call {index + 1}", flush=True)
+    if options.pause:
+        time.sleep(options.pause)
     messages: list[dict[str, object]] = [{"role": "user", "content": prompt}]
     for _ in range(10):
         answer = call(messages, retry_forever=options.retry_forever)
