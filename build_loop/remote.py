@@ -23,6 +23,7 @@ in state/build/cluster.json (shared/cluster_board.py) for status and the dashboa
 """
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,8 +143,11 @@ class Handoff:
 
 
 def run_remote_turn(task: RemoteTurn) -> RemoteResult:
-    """On a node: the governed turn in a workspace of its own. Runs in a fresh Ray worker process."""
-    from shared.ray_pool import current_node_id
+    """On a node: the governed turn in a workspace of its own. Runs in a fresh Ray worker process. A worker whose raylet
+    died under it (the node is being lost) sends back no result: the head runs the turn again elsewhere."""
+    from shared.ray_pool import NodeLost, current_node_id, raylet_alive
+
+    raylet = os.getppid()  # Ray's workers are the raylet's children
 
     with tempfile.TemporaryDirectory(prefix="banach-node-") as scratch:
         ws = node_workspace(Path(scratch), task.config_text, code_bundle=task.code_bundle,
@@ -164,6 +168,8 @@ def run_remote_turn(task: RemoteTurn) -> RemoteResult:
         finally:
             governor.close()
             relay.stop()
+        if not raylet_alive(raylet):
+            raise NodeLost(f"node {current_node_id()[:12]} lost its raylet during turn {task.n}; nothing of it is sent")
         folder = ws.role_dir("build") / "iterations" / str(task.n)
         files = {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()} if folder.is_dir() else {}
         result = RemoteResult(outcome, collector.collected, files, current_node_id())

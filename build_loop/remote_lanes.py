@@ -98,6 +98,7 @@ class RemoteLanes:
                                    "task was cancelled and nothing of it is kept", n, item.id)
             try:
                 result: RemoteResult = future.result()
+                self._refuse_from_the_dead(result.node)
             except self.lost_errors as exc:
                 node = self._settle(governor, lease, n, item, canon, "")
                 then = "retried on a live node" if attempt <= cluster.max_retries else "given up"
@@ -118,6 +119,14 @@ class RemoteLanes:
                 self.board.ended(n)
         return Outcome("abandoned", f"iteration {n} ({item.id}): its node was lost {cluster.max_retries + 1} times; "
                        "nothing of it is kept ([cluster] max_retries)", n, item.id)
+
+    def _refuse_from_the_dead(self, node: str) -> None:
+        """A result from a node the cluster has given up for dead is not kept, whatever it says: the node vanished
+        while its turn ran (its raylet gone, its worker left to finish alone), so the turn runs again elsewhere."""
+        from shared.ray_pool import ClusterError
+
+        if not any(known.id == node and known.alive for known in self.pool.nodes(dead=True)):
+            raise ClusterError(f"the result came from node {node[:12]}, which the cluster lost while the turn ran there")
 
     def _lease(self, governor: LaneGovernor, item: Any, canon: Canon, history: ItemHistory, n: int) -> Lease | Outcome | None:
         """The attempt's lease within its budgets, opened on the head, when its rung talks to a provider."""

@@ -91,8 +91,9 @@ class Workers:
                 self.echo(f"build-loop: {recovered.message}")
             self.next_n = next_iteration(self.journal)
             self.journal.append("loop.started", {"workers": self.count, "backend": self.ws.config.cluster.backend})
-            where = (f"turns run as tasks on the Ray cluster at {self.ws.config.cluster.address}" if self.remote else
-                     "each in its own lane (state/build/lanes/K)")
+            where = (f"turns run as tasks on the Ray cluster at {self.ws.config.cluster.address}" + (
+                f", the gateway's door for the nodes at {self.remote.door.address}" if self.remote.door else "")
+                if self.remote else "each in its own lane (state/build/lanes/K)")
             self.echo(f"build-loop: {self.count} workers, {where}; main is written only by the integrator")
             watcher.start()
             pool = ThreadPoolExecutor(self.count, thread_name_prefix="lane")

@@ -51,6 +51,15 @@ class ClusterError(BanachError):
     """The Ray cluster cannot be reached, cannot run a task, or lost it more often than the retries allow."""
 
 
+class NodeLost(ClusterError):
+    """A task's node was lost under it: raised by the task itself when it finds its raylet gone."""
+
+
+def raylet_alive(raylet: int) -> bool:
+    """Inside a task: whether the raylet that started this worker (its parent at the task's start) still is."""
+    return os.getppid() == raylet
+
+
 @dataclass(frozen=True)
 class Node:
     """One live node of the cluster, as Ray reports it."""
@@ -223,7 +232,7 @@ class RayPool:
     def submit(self, fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
                cpus: float = 1.0, agent_slots: int = 1, prefer_node: str | None = None, pin_node: str | None = None,
                node_labels: Mapping[str, str] | None = None, max_retries: int | None = None,
-               fresh_worker: bool = True) -> concurrent.futures.Future[Any]:
+               fresh_worker: bool = True, spread: bool = False) -> concurrent.futures.Future[Any]:
         """Run fn(*args, **kwargs) on a node with `agent_slots` free agent slots and `cpus` free CPUs.
 
         With fresh_worker (the default) the task gets a worker process of its own, which exits afterwards (and
@@ -240,6 +249,8 @@ class RayPool:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(str(pin_node or prefer_node), soft=pin_node is None)
+        elif spread:  # tasks submitted together go to different nodes where they can
+            options["scheduling_strategy"] = "SPREAD"
         if node_labels:
             options["label_selector"] = dict(node_labels)
         remote = self._fresh if fresh_worker else self._reused

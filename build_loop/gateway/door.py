@@ -51,6 +51,7 @@ class Door:
     def __init__(self, gateway: Gateway, host: str, port: int = 0) -> None:
         self.gateway = gateway
         self._tickets: dict[str, Ticket] = {}
+        self._seen: dict[str, str] = {}  # token -> the node its turn reported in from, kept after the token is revoked
         self._lock = threading.Lock()
         self.refused = 0
         self._listener = socket.create_server((host, port), backlog=128)
@@ -72,8 +73,7 @@ class Door:
     def node_of(self, lease: Lease) -> str:
         """The node the lease's turn reported in from, or ''."""
         with self._lock:
-            ticket = self._tickets.get(lease.token)
-        return ticket.node if ticket is not None else ""
+            return self._seen.get(lease.token, "")
 
     def revoke(self, lease: Lease) -> None:
         """The token stops opening the door, and every connection made with it is cut."""
@@ -122,6 +122,8 @@ class Door:
                     self._carry(client)
                 else:
                     ticket.node = words[2][:128]
+                    with self._lock:
+                        self._seen[words[1]] = ticket.node
                     ticket.on_node(ticket.node)
                     self._watch(client, ticket)
             except OSError:

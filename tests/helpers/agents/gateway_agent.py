@@ -65,9 +65,12 @@ def hunt() -> None:
                 continue
             seen += 1
             print(f"FOUND /proc/{entry.name}/{part}: {text}")
+    interpreter = tuple(str(Path(prefix)) + "/" for prefix in {sys.prefix, sys.base_prefix})
     for root in (Path("..") / "state", Path("..") / "banach.toml", Path.home()):
         paths = [root] if root.is_file() else (list(root.rglob("*")) if root.is_dir() else [])
         for path in paths:
+            if str(path).startswith(interpreter):  # the Python it runs on, when HOME holds it (pyenv): no key there
+                continue
             try:
                 if path.is_file() and path.stat().st_size < 1_000_000:
                     print(f"FOUND file {path}: {path.read_text(errors='replace')}")
