@@ -162,6 +162,7 @@ class Door:
             buffer += chunk
             if b"\n" in buffer:
                 if json.loads(buffer.split(b"\n", 1)[0] or b"{}").get("close"):
+                    ticket.sockets.discard(client)  # revoking the token cuts the others, not the one that answers
                     self.gateway.close(lease)
                     client.sendall(_line({"calls": [call.as_json() for call in lease.calls],
                                           "stop": lease.stop_reason, "message": lease.stop_message,

@@ -91,9 +91,9 @@ def cluster_findings(ws: Workspace) -> list[Finding]:
     try:
         with tempfile.TemporaryDirectory(prefix="banach-doctor-ray-") as logs, RayPool(address, Path(logs)) as pool:
             nodes = pool.nodes()
-            futures = {node: pool.submit(node_facts, (programs,), cpus=0, agent_slots=0, pin_node=node.id,
-                                         fresh_worker=False) for node in nodes}
-            for node, future in futures.items():
+            futures = [(node, pool.submit(node_facts, (programs,), cpus=0, agent_slots=0, pin_node=node.id,
+                                          fresh_worker=False)) for node in nodes]
+            for node, future in futures:
                 findings += _node_findings(node, future.result(timeout=180), ray.__version__, programs)
     except (BanachError, TimeoutError) as exc:
         findings.append(Finding(False, f"cluster: could not ask the nodes: {exc}", "see banach doctor's lines above"))

@@ -32,7 +32,7 @@ from tests.helpers.workspaces import HELPERS, cli, custom, git
 from tests.realcli._governed import pinned as find_pinned  # reads the CLIs' cache before a test's HOME is made
 
 pytest.importorskip("ray", reason="the Ray backend needs ray: pip install -e '.[cluster]'")
-from tests.helpers.ray_netns import NetnsCluster, can_make_namespaces, netns_cluster  # noqa: E402
+from tests.helpers.ray_netns import NetnsCluster, can_make_namespaces, netns_cluster, node_index  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.landlock, pytest.mark.root,
               pytest.mark.skipif(bool(can_make_namespaces()), reason=can_make_namespaces() or "")]
@@ -154,6 +154,48 @@ def test_a_probe_on_a_node_finds_no_key_and_no_way_to_the_heads_loopback(tmp_pat
     assert f"BLOCKED 127.0.0.1:{server.port}" in said and f"BLOCKED {cluster.head.address}:{server.port}" in said
     assert node_ids(ws)[ended["node"]] != cluster.head.address
     assert len([c for c in journal(ws, "model.call") if c["n"] == ended["n"] and c["model_call"]]) == 2
+
+
+def test_plans_checks_fan_out_over_the_nodes_each_building_its_environment_once(tmp_path: Path,
+                                                                                cluster: NetnsCluster) -> None:
+    """A project that needs a package: each node that gets a batch of checks builds the environment once, in its own
+    cache, and uses it read-only in every check's view; a fresh pass (`plan-loop certify`) builds nothing again."""
+    if not node_index():
+        pytest.skip("the nodes reach no package index here (no /opt/pypi)")
+    blocks = [f"## N-{n}: needs {n}\npaths: n{n}.txt\nchecks:\n  - python -c 'import iniconfig' && pwd && false\n\nn{n}.\n"
+              for n in range(1, 7)]
+    ws = custom(tmp_path, "\n".join(blocks), "parts.py")
+    text = ws.config_file.read_text().replace('backend = "none"', 'backend = "landlock"')
+    ws.config_file.write_text(text + f'\n[cluster]\nbackend = "ray"\naddress = "{cluster.address}"\ncpus_per_turn = 0.25\n')
+    (ws.code / "requirements.txt").write_text("iniconfig\npytest\n")  # any pytest the nodes' local index has
+    git(ws.code, "add", "requirements.txt")
+    git(ws.code, "commit", "-qm", "needs iniconfig")
+    said = plan_once(ws, cluster)
+    assert "residual 6" in said, said
+    plan = json.loads(ws.fix_plan_json.read_text())
+    excerpts = [item["evidence"][0]["excerpt"] for item in plan["items"]]
+    assert all("banach-checks-" in excerpt for excerpt in excerpts), excerpts  # iniconfig imported, on a node
+    scratches = {excerpt.split("banach-checks-")[1][:8] for excerpt in excerpts}
+    built = {node.name: json.loads(found.read_text())["built_at"] for node in cluster.nodes
+             for found in node.cache.glob("banach/env/*/env.json")}
+    assert len(scratches) >= 2 and len(built) >= 2, (scratches, built)  # spread: several nodes, each its own build
+    certify = cli("plan-loop", "certify", "--workspace", str(ws.root), env=cluster.driver_env(), timeout=300)
+    assert "residual 6" in certify.stdout, certify.stdout + certify.stderr
+    again = {node.name: json.loads(found.read_text())["built_at"] for node in cluster.nodes
+             for found in node.cache.glob("banach/env/*/env.json")}
+    assert {name: again[name] for name in built} == built  # not built again where it was
+
+
+def test_doctor_checks_the_cluster_its_token_and_every_node(tmp_path: Path, cluster: NetnsCluster) -> None:
+    with ModelServer(Script.of(Write({FILE: TEXT}), api_key=CANARY)) as server:
+        ws = workspace(tmp_path, cluster, server, preset="claude", command=pinned("claude"), wire="anthropic")
+        doctor = cli("banach", "doctor", "--workspace", str(ws.root), env=cluster.driver_env(), timeout=300)
+    said = doctor.stdout + doctor.stderr
+    assert f"cluster: {cluster.address} refuses a client without the token (token authentication on)" in said, said
+    for node in [cluster.head, *cluster.nodes]:
+        line = next(line for line in said.splitlines() if f" {node.address}: Ray " in line)
+        assert "Ray 2." in line and "agent slots" in line, line
+        assert any(f" {node.address}: {pinned('claude')}: 2." in line for line in said.splitlines()), said
 
 
 def test_a_node_killed_mid_turn_keeps_nothing_and_loses_nothing(tmp_path: Path, cluster: NetnsCluster) -> None:

@@ -144,12 +144,19 @@ def _node_arguments(ports: list[int], node: NetnsNode) -> list[str]:
             "--include-log-monitor", "false", "--disable-usage-stats", "--log-style", "record", "--log-color", "false"]
 
 
+def node_index() -> dict[str, str]:
+    """What a node's pip reads to reach a package index: a namespace reaches no network, so this machine's local index
+    (/opt/pypi, where there is one), as a real node would use its own mirror."""
+    local = Path("/opt/pypi/files")
+    return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(local)} if local.is_dir() else {}
+
+
 def _start(node: NetnsNode, arguments: list[str], token_file: Path) -> None:
     node.temp_dir.mkdir(parents=True)
     node.cache.mkdir(parents=True)
     log = node.temp_dir.parent / f"{node.name}-start.log"
     env = {**ray_environment(), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file),
-           "XDG_CACHE_HOME": str(node.cache)}
+           "XDG_CACHE_HOME": str(node.cache), **(node_index() if node.namespace else {})}
     prefix = ["ip", "netns", "exec", node.namespace] if node.namespace else []
     with log.open("wb") as output:
         process = subprocess.Popen([*prefix, ray_program(), "start", *arguments], stdin=subprocess.DEVNULL,
