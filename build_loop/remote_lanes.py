@@ -238,7 +238,8 @@ def finish(governor: LaneGovernor, plan: Any, item: Any, canon: Canon, history: 
         if lease is not None:
             turn.facts.update({"cost_usd": lease.cost_usd, "tokens": lease.tokens,
                                "model_calls": sum(1 for call in lease.calls if call.model_call)})
-        return governor.integrate(turn, entries, Reading.from_json(result.after), turn.facts)
+        governor.code = governor.lane.repo(governor.main, base)  # the head's own lane K: the trial on main, unlocked
+        return governor.integrate(turn, entries, Reading.from_json(result.after), turn.facts, governor._trial(turn, entries))
     finally:
         governor.main.command("update-ref", "-d", ref)
         shutil.rmtree(scratch, ignore_errors=True)
