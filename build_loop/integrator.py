@@ -103,6 +103,7 @@ class Integrator:
         leader = False
         with self._changed:
             self._waiting.append(mine)
+            self._changed.notify_all()
             while self._busy and mine.result is None and mine.error is None:
                 self._changed.wait()
             if mine.result is None and mine.error is None:
