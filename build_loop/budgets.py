@@ -3,11 +3,16 @@ canon version) and the run's, in tokens and in cost. The gateway enforces the re
 already spent means the turn does not start."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from build_loop.gateway.lease import Allowance
-from build_loop.turn import Outcome, Turn
-from shared.config import GatewayConfig
+from build_loop.turn import Outcome, Spend, Turn
+from shared.config import AgentPreset, GatewayConfig
 from shared.contracts.blocks import BLOCKED
 from shared.journal import Journal
+
+if TYPE_CHECKING:
+    from build_loop.gateway.server import Gateway  # aiohttp: only for a build that talks to a provider
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -62,3 +67,18 @@ def spent(journal: Journal, item_id: str, canon_version: int, attempts: int, why
                                  "evidence": {"reason": why, "failing": None, "excerpt": "", "iteration": None}})
         return Outcome("blocked", f"{item_id}: blocked: {why}", None, item_id)
     return Outcome("budget_exhausted", f"build-loop: {why}", None, item_id)
+
+
+def open_lease(config: GatewayConfig, gateway: Gateway, journal: Journal, turn: Turn, preset: AgentPreset,
+               spend: Spend) -> Outcome | None:
+    """The turn's lease at the gateway within what its item's and the run's budgets leave (turn.lease), or the Outcome
+    that says a budget is already spent."""
+    item = item_spent(journal, turn.item.id, turn.canon.version) if (
+        config.max_item_tokens or config.max_item_cost_usd) else (0, 0.0)
+    granted = allowance(config, item, (spend.tokens, spend.cost))
+    why, source = exhausted(granted)
+    if why:
+        return spent_outcome(journal, turn, why, source)
+    turn.lease = gateway.open_turn(str(preset.provider), upstream_model=preset.upstream_model, allowance=granted,
+                                   log=turn.folder / "calls.jsonl")
+    return None

@@ -181,17 +181,8 @@ class Governor:
         preset = None if self.options.agent_command else self.ws.config.agents.get(turn.rung)
         if preset is None or not preset.provider:
             return None
-        gateway = self.ws.config.gateway
-        item = budgets.item_spent(self.journal, turn.item.id, turn.canon.version) if (
-            gateway.max_item_tokens or gateway.max_item_cost_usd) else (0, 0.0)
-        allowance = budgets.allowance(gateway, item, (self.spend.tokens, self.spend.cost))
-        why, source = budgets.exhausted(allowance)
-        if why:
-            return budgets.spent_outcome(self.journal, turn, why, source)
         assert self.gateway is not None
-        turn.lease = self.gateway.open_turn(preset.provider, upstream_model=preset.upstream_model, allowance=allowance,
-                                            log=turn.folder / "calls.jsonl")
-        return None
+        return budgets.open_lease(self.ws.config.gateway, self.gateway, self.journal, turn, preset, self.spend)
 
     def _start(self, turn: Turn) -> None:
         route = None

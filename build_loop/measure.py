@@ -75,7 +75,7 @@ class Measurer:
         project = project or OWN
         # 'sh -c "CMD \"$@\"" sh ARGS' hands the junit flag of a pytest-kind sensor on to the command
         sensors = [Sensor(s.name, ("/bin/sh", "-c", s.command + (' "$@"' if s.kind == "pytest" else ""), "sh"), s.kind,
-                          s.timeout, python=project.python, network=s.network)
+                          s.timeout, python=project.python, network=s.network, go_modules=project.go_modules)
                    for s in self.ws.config.build.sensors]
         timeout = self.ws.config.plan.check_timeout
         for rid in item.requirements:
@@ -87,7 +87,8 @@ class Measurer:
                                       python=project.python, network=req.network))
             if req.tests:
                 sensors.append(Sensor(f"canon:{rid}:tests", (), "conformance", timeout, tuple(req.tests), canon_dir,
-                                      project.python, project.roots, req.network))
+                                      project.python, project.roots, req.network, project.node_modules,
+                                      project.go_modules))
         return sensors
 
     def env(self, canon_dir: Path, scratch: Path, project: ProjectEnv | None = None, tree: Path | None = None) -> dict[str, str]:
@@ -99,6 +100,8 @@ class Measurer:
                     "PYTHONPATH": os.pathsep.join(project.import_paths(tree or self.tree)), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
                     "BANACH_PYTHON": project.python})
         env["PATH"] = project.search_path(env.get("PATH", os.environ.get("PATH", "/usr/bin:/bin")))
+        if project.go_modules is not None:  # `go test ./...` as a sensor: the modules its environment downloaded, offline
+            env.update({"GOMODCACHE": str(project.go_modules), "GOPROXY": "off", "GOTOOLCHAIN": "local", "GOWORK": "off"})
         return env
 
     def read(self, sensors: list[Sensor], canon_dir: Path, scratch: Path, project: ProjectEnv | None = None,
@@ -143,7 +146,8 @@ class Measurer:
         if not tree.exists():
             code.export(commit, tree)
         project = self.environment(code, commit)
-        return self.read([replace(s, python=project.python, roots=project.roots) for s in sensors], canon_dir, scratch,
+        return self.read([replace(s, python=project.python, roots=project.roots, node_modules=project.node_modules,
+                                  go_modules=project.go_modules) for s in sensors], canon_dir, scratch,
                          project, tree=tree)
 
     def for_change(self, code: GitRepo, turn: Turn, entries: dict[str, Entry | None], budget: float) -> ChangeSetup:

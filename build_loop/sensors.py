@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from shared.export import remove_tree
-from shared.measurement import conformance
+from shared.measurement import conformance, polyglot
 from shared.measurement.excerpt import excerpt
 from shared.process import Limits, Request, run
 from shared.untrusted import read_untrusted
@@ -39,6 +39,8 @@ class Sensor:
     python: str = sys.executable  # conformance: the project's interpreter (shared/environment.py)
     roots: tuple[str, ...] = ("",)  # conformance: the code's import roots
     network: str = "none"  # "none": cut off, only its own loopback; "open": the machine's (canon or the sensor says so)
+    node_modules: Path | None = None  # conformance in node or go: the project's packages (shared/environment/)
+    go_modules: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -114,26 +116,34 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
             results[sensor.name] = False
             continue
         folder = scratch / hashlib.sha256(sensor.name.encode()).hexdigest()[:12]
-        measured: conformance.Run | None = None
-        if sensor.kind == "conformance" and sensor.canon_dir is not None:
+        measured: conformance.Run | polyglot.AnyRun | None = None
+        requests: list[Request] = []
+        if sensor.kind == "conformance" and sensor.canon_dir is not None and polyglot.other_languages(sensor.nodes):
+            measured = polyglot.prepare(sensor.canon_dir, cwd, sensor.nodes, folder, python=sensor.python,
+                                        roots=sensor.roots, node_modules=sensor.node_modules, go_modules=sensor.go_modules)
+            hidden = [sensor.canon_dir]
+            per_run = partial(_per_run, wrap, sensor.python, hidden, sensor.network) if wrap else None
+            requests = measured.requests(env=env, timeout=sensor.timeout, limits=limits, confine=per_run)
+        elif sensor.kind == "conformance" and sensor.canon_dir is not None:
             measured = conformance.prepare(sensor.canon_dir, cwd, sensor.nodes, folder, python=sensor.python,
                                            roots=sensor.roots)
             confine = partial(wrap, python=sensor.python, writable=measured.scratch, read=(measured.canon,),
                               hidden=[sensor.canon_dir], network=sensor.network) if wrap else None
-            request = measured.request(env=env, timeout=sensor.timeout, limits=limits, wrap=confine)
+            requests = [measured.request(env=env, timeout=sensor.timeout, limits=limits, wrap=confine)]
         else:
             remove_tree(folder)
             (folder / "tmp").mkdir(parents=True)
             own = folder / "tmp"
             argv = (*sensor.argv, f"--junitxml={own / 'junit.xml'}", "-o", "junit_family=xunit1") \
                 if sensor.kind == "pytest" else sensor.argv
-            confined = wrap(argv, python=sensor.python, writable=own, read=(sensor.canon_dir,) if sensor.canon_dir else (),
-                            hidden=[], network=sensor.network) if wrap else argv
-            request = Request(confined, cwd=cwd,
-                              env={**env, "TMPDIR": str(own), "HOME": str(own)}, timeout=sensor.timeout, grace=0.5,
-                              limits=limits)
+            read = tuple(path for path in (sensor.canon_dir, sensor.go_modules) if path is not None)
+            confined = wrap(argv, python=sensor.python, writable=own, read=read, hidden=[], network=sensor.network) \
+                if wrap else argv
+            requests = [Request(confined, cwd=cwd, env={**env, "TMPDIR": str(own), "HOME": str(own)},
+                                timeout=sensor.timeout, grace=0.5, limits=limits)]
         try:
-            outcome = run(request, cancel=cancel)
+            outcomes = [run(request, cancel=cancel) for request in requests]
+            outcome = polyglot.merged(outcomes)
             if sensor.kind == "pytest":
                 results.update(_junit_results(folder / "tmp" / "junit.xml", sensor.name))
         finally:
@@ -143,7 +153,7 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
         output = outcome.stdout + outcome.stderr
         results[sensor.name] = outcome.ok
         if measured is not None:
-            verdict = measured.judge(outcome)
+            verdict = measured.judge(outcome) if isinstance(measured, conformance.Run) else measured.judge(outcomes)
             output = verdict.output  # without the canaries: this reaches the agent's next prompt
             results[sensor.name] = verdict.passed and not outcome.timed_out
             results.update({f"{sensor.name}::{node}": ok for node, ok in verdict.results.items()})
@@ -160,6 +170,12 @@ def read_sensors(sensors: list[Sensor], cwd: Path, env: dict[str, str], scratch:
                 fingerprints.append(f"{sensor.name}:timeout")
     failing = sorted(identity for identity, green in results.items() if not green)
     return Reading(results, score, failing_digest(failing, fingerprints), excerpts, tuple(timed_out))
+
+
+def _per_run(wrap: Wrap, python: str, hidden: list[Path], network: str, argv: tuple[str, ...], writable: Path,
+             readable: tuple[Path, ...]) -> tuple[str, ...]:
+    """One file's run of a conformance sensor in another language, confined like the pytest one."""
+    return wrap(argv, python=python, writable=writable, read=readable, hidden=hidden, network=network)
 
 
 def failing_digest(failing: list[str], timeouts: list[str]) -> str:

@@ -1,13 +1,13 @@
 """Reconcile a proposed canon before it is committed: every problem names the requirement and file:line."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from canon.check_paths import KnownPaths
 from canon.model import Document, Requirement
 from canon.scope import matches, overlap
+from shared.measurement.suites import defines, is_test_file
 
 
 @dataclass(frozen=True)
@@ -109,9 +109,8 @@ def _missing_tests(reqs: dict[str, Requirement], test_sources: dict[str, str]) -
                 problems.append(Problem(str(req.source), req.id, f"{field} names {file}, which is not among canon's "
                                         f"conformance tests; {_how_to_add_test(req, file)}"))
                 continue
-            function = name.split("::")[-1].split("[")[0]
-            if function and not re.search(rf"^\s*(?:async\s+)?def {re.escape(function)}\b|^class {re.escape(function)}\b",
-                                          test_sources[file], re.MULTILINE):
+            function = name if not file.endswith(".py") else name.split("::")[-1].split("[")[0]
+            if function and not defines(test_sources[file], file, name):
                 problems.append(Problem(str(req.source), req.id, f"{field} names {node}, but {file} defines no {function}; "
                                         f"correct the name, or add {function} to {file} ({_how_to_add_test(req, file)})"))
     return problems
@@ -136,7 +135,7 @@ def _orphan_tests(reqs: dict[str, Requirement], arriving: frozenset[str]) -> lis
     named = {node.partition("::")[0] for req in reqs.values() for node in (*req.tests, *req.held_back, *req.sealed)}
     return [Problem(f"{file}:1", "", "no requirement names this conformance test in its `tests:`, so nothing would ever "
                     "run it; name it in the requirement it checks (tests: " + file + "), or leave the file out")
-            for file in sorted(arriving) if PurePosixPath(file).name.startswith("test_") and file not in named] + [
+            for file in sorted(arriving) if is_test_file(file) and file not in named] + [
         Problem(f"{file}:1", "", "no requirement names these sealed cases in its `sealed:`, so nothing would ever run "
                 "them; name them in the requirement they measure (sealed: " + file + "), or leave the file out")
         for file in sorted(arriving) if file.startswith("sealed/") and file not in named]

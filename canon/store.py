@@ -17,6 +17,7 @@ from canon.parser import parse_document
 from shared.contracts import trailers
 from shared.errors import CanonError
 from shared.git import GitRepo, is_repo
+from shared.measurement.suites import is_test_file
 
 REQUIREMENTS_DIR = "requirements"
 TESTS_DIR = "tests"
@@ -103,7 +104,7 @@ class CanonStore:
     def test_sources(self, rev: str = "HEAD") -> dict[str, str]:
         """Every conformance test file's text by the name requirements give it (tests/...), held-back ones too."""
         return {as_node_path(p): self.read(rev, p) or "" for p in self.files(rev)
-                if p.startswith((f"{TESTS_DIR}/", f"{HELD_BACK_DIR}/{TESTS_DIR}/")) and p.endswith(".py")}
+                if p.startswith((f"{TESTS_DIR}/", f"{HELD_BACK_DIR}/{TESTS_DIR}/")) and (p.endswith(".py") or is_test_file(p))}
 
     def load_documents(self, rev: str = "HEAD") -> list[Document]:
         return list(self.load(rev).documents) if self.head() else []

@@ -9,9 +9,10 @@ parent folder): npm packages with `npm install --prefix` there, PyPI ones into a
 folder is complete is skipped; one is built in a sibling temporary folder and renamed into place, so an
 interrupted install leaves nothing that looks installed. Prints install time and size per CLI.
 
-With no names it also installs the browser the dashboard's tests drive: Debian's chromium (apt-get, as root), which
-Playwright for Python is pointed at; Playwright's own browser download is never used. Without root or apt-get it
-says so, and those tests skip with that reason.
+With no names it also installs, from Debian's packages (apt-get, as root), what other suites run on: the browser the
+dashboard's tests drive (chromium, which Playwright for Python is pointed at; Playwright's own browser download is
+never used), and Go (golang-go: conformance tests in Go, shared/measurement/gotest.py; node and npm come with the
+machine). Without root or apt-get it says so, and those tests skip with that reason.
 """
 from __future__ import annotations
 
@@ -114,23 +115,32 @@ def install(pin: Pin, cache: Path) -> tuple[Path, float, int, bool]:
     return pin.executable(cache), time.monotonic() - started, _size(folder), True
 
 
-def install_browser() -> None:
-    if shutil.which("chromium"):
-        print(f"chromium  already installed: {shutil.which('chromium')}")
+def install_debian(program: str, package: str, skipped: str) -> None:
+    """Debian's package for program, unless it is there: apt-get as root, fetching the package lists when needed."""
+    if shutil.which(program):
+        print(f"{program:9} already installed: {shutil.which(program)}")
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        print("chromium  not installed: needs root and apt-get (apt-get install chromium); the browser tests skip")
+        print(f"{program:9} not installed: needs root and apt-get (apt-get install {package}); {skipped} skip")
         return
     started = time.monotonic()
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", package]
     if subprocess.run(install, env=env, capture_output=True).returncode != 0:  # no package lists yet: fetch them
         subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
         ran = subprocess.run(install, env=env, capture_output=True, text=True)
         if ran.returncode != 0:
-            print(f"chromium  FAILED (the browser tests skip): {ran.stderr.strip()[-500:]}", file=sys.stderr)
+            print(f"{program:9} FAILED ({skipped} skip): {ran.stderr.strip()[-500:]}", file=sys.stderr)
             return
-    print(f"chromium  installed in {time.monotonic() - started:.1f} s: {shutil.which('chromium')}")
+    print(f"{program:9} installed in {time.monotonic() - started:.1f} s: {shutil.which(program)}")
+
+
+def install_browser() -> None:
+    install_debian("chromium", "chromium", "the browser tests")
+
+
+def install_go() -> None:
+    install_debian("go", "golang-go", "the Go conformance tests")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:9} {how}, {size / 2**20:.0f} MiB: {executable}", flush=True)
     if not args.names and not args.list:
         install_browser()
+        install_go()
     if failed:
         print(f"failed: {', '.join(failed)} (see the npm or pip output above)", file=sys.stderr)
         return 1

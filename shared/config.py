@@ -261,6 +261,12 @@ class EnvConfig(Model):
                     "alone, the weaker mode)")
     index_ports: tuple[int, ...] = Field((443, 80), description="TCP ports the environment's build may connect to "
                                                                 "(the package index's)")
+    npm_hosts: tuple[str, ...] = Field(
+        ("registry.npmjs.org",), description="hosts `npm ci` may reach for a project with a package-lock.json (through "
+                                             "the same proxy), besides the registry npm's own configuration names")
+    go_hosts: tuple[str, ...] = Field(
+        ("proxy.golang.org", "sum.golang.org"), description="hosts `go mod download` may reach for a Go module with "
+                                                            "requirements, besides those GOPROXY and GOSUMDB name")
     install_project: bool = Field(
         True, description="also install the project itself (without its dependencies) when its environment is built, "
                           "so that code reading its own metadata (importlib.metadata.version) works; what is measured is "

@@ -27,6 +27,7 @@ read or record a person's request (report, unblock, resume, check-agent) do not 
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -88,8 +89,13 @@ def claim(ws: Workspace, role: str, command: str) -> Holder:
                        f"stops every loop of the workspace{one})") from None
     me = Holder(role, os.getpid(), command, time.time())
     line = json.dumps({"pid": me.pid, "command": me.command, "started": me.started}) + "\n"
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, line.encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, line.encode(), 0)
+    except OSError as error:  # a full disk: the lock holds without its line, holder() falls back to the kernel's pid
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            os.close(fd)
+            raise
     _held[path] = (fd, me)
     return me
 

@@ -15,6 +15,7 @@ from canon.removal import orphaned_tests, remove_elsewhere
 from canon.store import HELD_BACK_DIR, REQUIREMENTS_DIR, SEALED_DIR, TESTS_DIR, CanonStore, as_node_path, held_back_path
 from shared.errors import CanonError
 from shared.measurement.cases import CasesError, load_cases
+from shared.measurement.suites import runner_of
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ def target_for(name: str) -> str | None:
         return f"{REQUIREMENTS_DIR}/{path.name}"
     if path.suffix == ".py" and path.name.startswith(("test_", "conftest")):
         return f"{TESTS_DIR}/{path.name}"
+    if runner_of(path.name) in ("node", "go"):  # a conformance test in the project's own language
+        return f"{TESTS_DIR}/{path.name}"
     return None
 
 
@@ -73,6 +76,16 @@ def _python_problem(draft: Draft) -> str | None:
                 f"(try: python -m py_compile {draft.name})")
     except ValueError as exc:
         return f"{draft.name}:1: {exc}"
+    return None
+
+
+def _text_problem(draft: Draft) -> str | None:
+    """A test file of another language is read as text (its tests by name, shared/measurement/suites.py); it is compiled
+    by its own toolchain when it runs, where a syntax error is a file that does not run."""
+    try:
+        draft.content.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{draft.name}:1: not UTF-8 text; a conformance test must be a source file"
     return None
 
 
@@ -91,10 +104,10 @@ def _unplaceable(drafts: tuple[Draft, ...]) -> list[str]:
     first: dict[str, str] = {}
     for draft in drafts:
         if not draft.target:
-            problems.append(f"{draft.name}:1: canon holds requirement documents (*.md), conformance tests (test_*.py) "
-                            "with their conftest.py, files of sealed cases (*.json) and its pytest.ini; this file is "
-                            "none of them. Rename it or leave it out of the inbox (a project's pytest options come in "
-                            "with: spec-loop add --from-code pyproject.toml).")
+            problems.append(f"{draft.name}:1: canon holds requirement documents (*.md), conformance tests (test_*.py "
+                            "with their conftest.py, *.test.ts or *.test.js, *_test.go), files of sealed cases (*.json) "
+                            "and its pytest.ini; this file is none of them. Rename it or leave it out of the inbox (a "
+                            "project's pytest options come in with: spec-loop add --from-code pyproject.toml).")
         elif draft.target in first:
             problems.append(f"{draft.name}:1: {first[draft.target]} in the same change lands at {draft.target} too; "
                             "keep one of them")
@@ -137,9 +150,9 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
                 broken_tests += ini_broken
                 continue
         elif draft.target.startswith(f"{TESTS_DIR}/") or draft.target == "conftest.py":
-            problem = _python_problem(draft)
+            problem = _python_problem(draft) if draft.target.endswith(".py") else _text_problem(draft)
             text = draft.content.decode("utf-8", errors="replace")
-            if draft.target.endswith(".py"):
+            if draft.target.endswith(".py") or runner_of(draft.target):
                 test_sources[draft.target] = text
             if problem:
                 broken_tests.append(problem)
@@ -177,7 +190,8 @@ def review(store: CanonStore, drafts: Sequence[Draft], code_files: list[str] | N
             writes[test] = None
     canon_files = sorted({as_node_path(p) for p in stored} | set(writes)) if code_files is not None else None
     arriving = frozenset(target for target, text in writes.items() if text is not None and (
-        target.startswith(f"{TESTS_DIR}/") and target.endswith(".py") or target.startswith(f"{SEALED_DIR}/")))
+        target.startswith(f"{TESTS_DIR}/") and (target.endswith(".py") or runner_of(target) is not None)
+        or target.startswith(f"{SEALED_DIR}/")))
     sealed = frozenset(path for path in stored | set(writes) if path.startswith(f"{SEALED_DIR}/") and writes.get(path, "")
                        is not None)
     found = reconcile(proposed, previous=previous, replaced=parsed, test_sources=test_sources,

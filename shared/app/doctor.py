@@ -53,6 +53,7 @@ def examine(ws: Workspace | None) -> list[Finding]:
     findings.append(Finding(shutil.which("git") is not None, "git: " + (shutil.which("git") or "not on PATH"),
                             "" if shutil.which("git") else "install git"))
     findings.append(Finding(True, f"python: {sys.executable} ({sys.version.split()[0]})"))
+    findings += toolchain_findings(ws)
     if ws is None:
         return findings
     backend = ws.config.isolation.backend
@@ -60,13 +61,17 @@ def examine(ws: Workspace | None) -> list[Finding]:
         findings.append(Finding(False, "isolation backend 'none': nothing is enforced",
                                 "set isolation.backend = 'landlock' (or 'users') in banach.toml"))
     elif backend == "landlock":
+        from shared.environment.cache import cache_root
         from shared.isolation.policy import writable_paths
 
-        table = "; ".join(f"{role}-loop writes only {', '.join(ws.relative(p) for p in writable_paths(ws, role))}"
+        cache = cache_root(ws, "build")
+        table = "; ".join(f"{role}-loop writes only "
+                          f"{', '.join(ws.relative(p) for p in writable_paths(ws, role) if p != cache)}"
                           for role in ("spec", "plan", "build"))
         findings.append(Finding(abi >= 1, "isolation backend 'landlock'" + (
-            f": {table}; none reads another role's key or the supervisor's credentials (banach -v shows each loop's "
-            "start-up banner)" if abi else ": the kernel cannot enforce it"),
+            f": {table}; each also writes the machine's environment cache {cache}; none reads another role's key or "
+            "the supervisor's credentials (banach -v shows each loop's start-up banner)" if abi
+            else ": the kernel cannot enforce it"),
                                 "" if abi else "switch to isolation.backend = 'users' and run 'sudo banach setup-users'"))
     else:
         from shared.isolation.users import status as users_status
@@ -162,6 +167,43 @@ def _gateway_findings(ws: Workspace) -> list[Finding]:
             findings.append(Finding(False, f"gateway provider {name}: no key", f"run 'build-loop key set {name} -w "
                                     f"{ws.root}' (reads it from stdin)" + (f", or export ${provider.key_env} for a "
                                     "single build-loop run" if provider.key_env else "")))
+    return findings
+
+
+MINIMUM = {"node": (20, 0), "go": (1, 16)}  # node: --test-reporter with events per file; go: -overlay, test2json
+
+
+def _version(program: str) -> tuple[str, tuple[int, ...]]:
+    import re
+    import subprocess
+
+    argv = [program, "version"] if program.endswith("go") else [program, "--version"]
+    try:
+        said = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "", ()
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", said)
+    return said, tuple(int(part) for part in found.groups() if part) if found else ()
+
+
+def toolchain_findings(ws: Workspace | None) -> list[Finding]:
+    """node and go, with their versions: what conformance tests in those languages run on (shared/measurement/nodetest.py,
+    gotest.py). Missing or too old is a problem only when the code is a project of that language."""
+    from shared.app.project_kind import detect
+
+    language = detect(ws.code if ws is not None and ws.code.is_dir() else None).language
+    needed = {"typescript": "node", "javascript": "node", "go": "go"}.get(language)
+    findings = []
+    for program, install in (("node", "apt-get install nodejs npm"), ("go", "apt-get install golang-go")):
+        path = shutil.which(program)
+        said, version = _version(path) if path else ("", ())
+        good = bool(path) and version >= MINIMUM[program]
+        minimum = ".".join(map(str, MINIMUM[program]))
+        what = f"{program}: {path} ({said.splitlines()[0] if said else 'no version'})" if path else f"{program}: not on PATH"
+        if program == needed:
+            what += f": the code's conformance tests in {language} run on it"
+        fix = "" if good else f"{install} (at least {minimum}) for conformance tests in that language"
+        findings.append(Finding(good or program != needed, what, fix if program == needed else ""))
     return findings
 
 

@@ -20,11 +20,13 @@ def starting_config(code: Path | None) -> str:
     tests as a sensor when the code has a test folder; every key commented."""
     import jinja2
 
+    from shared.app.project_kind import detect
+
     tests = next((name for name in TEST_FOLDERS if code is not None and (code / name).is_dir()), "")
     loader = jinja2.FileSystemLoader(str(Path(__file__).parent / "templates"))
     template = jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False).get_template(
         "banach.toml.j2")
-    return template.render(tests=tests)
+    return template.render(tests=tests, kind=detect(code))
 
 
 def example_root() -> Path:
@@ -65,6 +67,10 @@ def init_workspace(root: Path, *, example: bool, code_source: str = "") -> Works
             if code_source:
                 _clone_code(code_source, staging / "code")
             (staging / CONFIG_NAME).write_text(starting_config(staging / "code" if code_source else None))
+            if code_source:
+                from shared.app.project_kind import detect, write_drafts
+
+                write_drafts(detect(staging / "code"), staging / "drafts")
         for item in staging.iterdir():
             item.rename(root / item.name)
         staging.rmdir()
@@ -84,8 +90,16 @@ def next_steps(ws: Workspace, *, example: bool) -> str:
     w = f"-w {ws.root}"
     if example:
         return f"next: banach up {w}   (then: banach status {w}; banach plot {w}; banach down {w})"
+    drafts = sorted(path.name for path in (ws.root / "drafts").glob("*") if path.name != "main.md")
+    first = []
+    if drafts:
+        from shared.app.project_kind import detect
+
+        first = [f"  the code is {detect(ws.code).label}: a first requirement and its conformance test wait in "
+                 f"{ws.root / 'drafts'}; finish them, then: cd {ws.root / 'drafts'} && spec-loop add main.md "
+                 f"{drafts[0]} {w}"]
     return "\n".join([
-        "next:",
+        "next:", *first,
         f"  spec-loop edit requirements/main.md {w}   write requirements ($EDITOR; validated before they land)",
         f"  spec-loop add REQ.md TEST.py {w}   or a requirement with the conformance tests it names, in one version",
         f"  $EDITOR {ws.config_file}   pick the agent (build.agent: claude through the gateway, or a program of "

@@ -33,7 +33,7 @@ from shared.environment import OWN, ProjectEnv
 from shared.git import GitRepo
 from shared.isolation.kinds import Confine
 from shared.journal import Memo, canonical
-from shared.measurement import conformance, sealed, tamper, tamper_diff
+from shared.measurement import conformance, polyglot, sealed, tamper, tamper_diff
 from shared.measurement.cases import load_cases
 from shared.measurement.excerpt import excerpt as bounded
 from shared.process import Limits, Outcome, Request, run
@@ -115,7 +115,7 @@ def build_checks(canon: Canon, canon_repo: GitRepo, code: GitRepo, code_commit: 
         if req.tests:
             key = canonical({"k": "tests", "nodes": req.tests, "t": timeout, "code": code_key, "canon": tests_tree,
                              **env_key, **net})
-            checks.append(Check(req.id, "tests", tuple(req.tests), "pytest " + " ".join(req.tests), timeout,
+            checks.append(Check(req.id, "tests", tuple(req.tests), polyglot.label(req.tests), timeout,
                                 hashlib.sha256(key.encode()).hexdigest(), req.network))
         if req.held_back:
             key = canonical({"k": "held_back", "nodes": req.held_back, "t": timeout, "code": code_key,
@@ -139,9 +139,10 @@ class _Prepared:
     requests: tuple[Request, ...]
     conformance: conformance.Run | None = None
     sealed: sealed.SealedRun | None = None
+    any_run: polyglot.AnyRun | None = None  # tests in other languages: one run per file (shared/measurement/polyglot.py)
 
     def close(self) -> None:
-        for run_ in (self.conformance, self.sealed):
+        for run_ in (self.conformance, self.sealed, self.any_run):
             if run_ is not None:
                 run_.close()
 
@@ -163,9 +164,11 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
     held = [snapshot.held_back] if snapshot.held_back else []
     if check.identity == SEALED:  # the cases' inputs only: the expected values stay in this process
         files = {path: load_cases(text, path) for path, text in check.sealed}
-        run_ = sealed.prepare(files, snapshot.code, folder, python=env.python, roots=env.roots)
-        wrap = (lambda argv: confine(argv, python=env.python, writable=[run_.scratch], hidden=[snapshot.canon, *held, *others],
-                                     network=check.network, env=env_vars)) if confine else None
+        run_ = sealed.prepare(files, snapshot.code, folder, python=env.python, roots=env.roots,
+                              node_modules=env.node_modules, go_modules=env.go_modules)
+        wrap = (lambda argv: confine(argv, python=env.python, writable=[run_.scratch], read=run_.readable,
+                                     hidden=[snapshot.canon, *held, *others], network=check.network, env=env_vars)) \
+            if confine else None
         return _Prepared(tuple(run_.requests(env=env_vars, limits=limits, wrap=wrap)), sealed=run_)
     if check.identity not in ("tests", HELD_BACK):  # a command
         scratch = folder / "tmp"
@@ -176,6 +179,16 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
                                   timeout=check.timeout, grace=0.5, limits=limits),))
     # a held-back run reads its own copy of held_back/ alone; a visible one, its copy of canon (never held_back/)
     source = (snapshot.held_back or snapshot.canon) if check.identity == HELD_BACK else snapshot.canon
+    if polyglot.other_languages(check.argv):
+        many = polyglot.prepare(source, snapshot.code, check.argv, folder, python=env.python, roots=env.roots,
+                                show_sources=check.identity != HELD_BACK or check.reveal, node_modules=env.node_modules,
+                                go_modules=env.go_modules)
+        hide = [snapshot.canon, *held, *others]
+        per_run = (lambda argv, writable, readable: confine(argv, python=env.python, writable=[writable], read=readable,
+                                                            hidden=hide, network=check.network, env=env_vars)) \
+            if confine else None
+        return _Prepared(tuple(many.requests(env=env_vars, timeout=check.timeout, limits=limits, confine=per_run)),
+                         any_run=many)
     measured = conformance.prepare(source, snapshot.code, check.argv, folder, python=env.python, roots=env.roots,
                                    show_sources=check.identity != HELD_BACK or check.reveal)
     originals = [snapshot.canon, *held]
@@ -187,10 +200,11 @@ def _prepare(check: Check, snapshot: Snapshot, folder: Path, limits: Limits | No
 def _result(check: Check, outcomes: list[Outcome], prepared: _Prepared) -> Result:
     if prepared.sealed is not None:
         return _sealed_result(check, outcomes, prepared.sealed)
-    outcome = outcomes[0]
+    outcome = outcomes[0] if prepared.any_run is None else polyglot.merged(outcomes)
     output = (outcome.stdout + outcome.stderr).strip()
     passed = outcome.ok
-    verdict = prepared.conformance.judge(outcome) if prepared.conformance is not None else None
+    verdict = prepared.conformance.judge(outcome) if prepared.conformance is not None else \
+        prepared.any_run.judge(outcomes) if prepared.any_run is not None else None
     if verdict is not None:
         output = verdict.output.strip()  # without the canaries: this reaches fix_plan, prompts and people
     excerpt = bounded(output)

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.atomic import write_json
+from shared.environment import ecosystems
 from shared.environment.cache import EnvCache, cache_base, folder_size
-from shared.environment.files import ProjectEnvError, has_build_files, import_roots, is_dependency_file
+from shared.environment.files import ProjectEnvError, has_build_files, import_roots
+from shared.environment.files import is_dependency_file as _python_dependency
 from shared.environment.installer import Bounds, build
 from shared.environment.needs import Needs, what_tests_need
 from shared.git import GitRepo
@@ -50,6 +52,8 @@ class ProjectEnv:
     key: str  # "" for Banach's own interpreter
     requirements: tuple[str, ...] = ()
     folder: Path | None = None
+    node_modules: Path | None = None  # the project's npm packages (`npm ci` of its lockfile), ecosystems.py
+    go_modules: Path | None = None  # its Go module cache (`go mod download`), ecosystems.py
 
     def import_paths(self, code: Path) -> list[str]:
         """The code's import roots as folders, in order (a root of "" is the code's own folder)."""
@@ -61,6 +65,11 @@ class ProjectEnv:
 
 
 OWN = ProjectEnv(sys.executable, ("",), "")  # Banach's own interpreter, the code's root: a project with no needs
+
+
+def is_dependency_file(path: str) -> bool:
+    """A file the environment is read from (Python's, npm's or Go's): a change to it may change the environment."""
+    return _python_dependency(path) or ecosystems.is_ecosystem_file(path)
 
 
 def requirements(files: Mapping[str, bytes], extra: tuple[str, ...] = ()) -> list[str]:
@@ -83,6 +92,7 @@ class _Wanted:
     needs: Needs  # nothing named: Banach's own interpreter will do
     python: str
     key: str
+    ecosystem: dict[str, bytes]  # npm's and Go's files at the code's root (shared/environment/ecosystems.py)
 
 
 def _with_pytest(needs: Needs) -> Needs:
@@ -100,7 +110,8 @@ def _wanted(ws: Workspace, repo: GitRepo, commit: str) -> _Wanted:
     entries = repo.tree_entries(commit)
     wanted = {path: entry.blob for path, entry in entries.items() if is_dependency_file(path)}
     contents = repo.blobs(sorted(set(wanted.values())))
-    files = {path: contents.get(blob, b"") for path, blob in wanted.items()}
+    ecosystem = {path: contents.get(blob, b"") for path, blob in wanted.items() if ecosystems.is_ecosystem_file(path)}
+    files = {path: contents.get(blob, b"") for path, blob in wanted.items() if _python_dependency(path)}
     roots = import_roots(files, list(entries), tuple(config.import_roots))
     if config.build == "none":
         needs = Needs(tuple((requirement, "[env] requirements in banach.toml") for requirement in config.requirements),
@@ -109,11 +120,11 @@ def _wanted(ws: Workspace, repo: GitRepo, commit: str) -> _Wanted:
         needs = what_tests_need(files, tuple(config.requirements))
     python = config.python or getattr(sys, "_base_executable", sys.executable)
     if not needs.named:
-        return _Wanted(files, roots, needs, sys.executable, "")
+        return _Wanted(files, roots, needs, sys.executable, "", ecosystem)
     needs = _with_pytest(needs)
     key = _key(files, python, (config.requirements, config.index_ports, sorted(config.index_hosts), config.tool,
                                config.install_project, needs.requirements))
-    return _Wanted(files, roots, needs, python, key)
+    return _Wanted(files, roots, needs, python, key, ecosystem)
 
 
 def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Path | None = None, *,
@@ -123,9 +134,14 @@ def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Pat
     environment for their metadata ([env] install_project). budget: seconds the build may take at most (what is left
     of a turn), else [env] max_seconds."""
     wanted = _wanted(ws, repo, commit)
+    started = time.monotonic()
+    others = ecosystems.attach(ws, role, wanted.ecosystem, budget)  # npm packages, Go modules: {} when none
+    if budget is not None:
+        budget = max(0.0, budget - (time.monotonic() - started))
     if not wanted.key:
         _remember(ws, role, wanted, None)
-        return ProjectEnv(sys.executable, wanted.roots, "")
+        return ProjectEnv(sys.executable, wanted.roots, "", node_modules=others.get("node_modules"),
+                          go_modules=others.get("go_modules"))
     cache = EnvCache.of(ws, role)
     folder = cache.find(wanted.key)
     if folder is None or not cache.hold(folder):
@@ -138,7 +154,7 @@ def project_env(ws: Workspace, role: Role, repo: GitRepo, commit: str, tree: Pat
         cache.prune()
     _remember(ws, role, wanted, folder)
     return ProjectEnv(str(folder / "venv" / "bin" / "python"), wanted.roots, wanted.key, tuple(wanted.needs.requirements),
-                      folder)
+                      folder, node_modules=others.get("node_modules"), go_modules=others.get("go_modules"))
 
 
 def _build(ws: Workspace, role: Role, cache: EnvCache, wanted: _Wanted, tree: Path | None, bounds: Bounds,
@@ -181,14 +197,15 @@ def what_it_needs(ws: Workspace, repo: GitRepo, commit: str) -> str:
     """For doctor: what the code at commit needs and why, where its environment is, and whether the machine has it."""
     wanted = _wanted(ws, repo, commit)
     roots = ", ".join(root or "." for root in wanted.roots)
+    others = ecosystems.described(wanted.ecosystem)
     if not wanted.key:
-        return f"the code needs nothing beyond pytest (Banach's own interpreter); import roots {roots}"
+        return f"the code needs nothing beyond pytest (Banach's own interpreter); import roots {roots}" + others
     folder = EnvCache.of(ws, "plan").find(wanted.key)
     where = (f"built in the machine's cache at {folder}" if folder else
              f"not built yet (the first role to measure builds it in {EnvCache.of(ws, 'plan').root})")
     named = [list(pair) for pair in wanted.needs.named]
     return (f"the code needs {_needs_text(named, [list(pair) for pair in wanted.needs.left_out])}; in a venv from "
-            f"{wanted.python} (made by {ws.config.env.tool}), {where}; import roots {roots}")
+            f"{wanted.python} (made by {ws.config.env.tool}), {where}; import roots {roots}" + others)
 
 
 def describe(ws: Workspace) -> list[str]:

@@ -91,7 +91,8 @@ class EnvCache:
         for root in (self.root, *self.others):
             folder = root / key
             try:
-                if (folder / "env.json").is_file() and os.access(folder / "venv" / "bin" / "python", os.X_OK):
+                if (folder / "env.json").is_file() and (os.access(folder / "venv" / "bin" / "python", os.X_OK)
+                                                        or (folder / "node_modules").is_dir() or (folder / "gomod").is_dir()):
                     return folder
             except OSError:
                 continue

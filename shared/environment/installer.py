@@ -31,6 +31,7 @@ from shared.workspace import Workspace
 METADATA_LIMIT = 1 << 20
 STOP_GRACE = 0.5  # seconds between SIGINT, SIGTERM and SIGKILL for a step past its time
 MEASURING_STACK = frozenset({"pytest", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "pygments"})
+GO_PROXIES = ("GOPROXY", "GONOPROXY")  # go's module proxy, not an HTTP proxy: kept where the index proxy's settings win
 PASSED_THROUGH = ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy",
                   "no_proxy")
 
@@ -158,15 +159,15 @@ class _Steps:
     build's bounds, reaching the index through the index proxy (IndexProxy), or, with [env] index_hosts empty, by
     Landlock's port rule alone; under isolation 'none', as the machine does."""
 
-    def __init__(self, ws: Workspace, proxy: IndexProxy | None, bounds: Bounds) -> None:
+    def __init__(self, ws: Workspace, proxy: IndexProxy | None, bounds: Bounds, read: tuple[Path, ...] = ()) -> None:
         self.ws, self.proxy, self.bounds = ws, proxy, bounds
-        self.confine = Confine(ws, "environment", tuple(index_folders()))
+        self.confine = Confine(ws, "environment", tuple(index_folders()) + read)
 
     def run(self, step: str, argv: tuple[str, ...], python: str, writable: list[Path], cwd: Path,
             env: dict[str, str]) -> Outcome:
         """The step's outcome; a step stopped by the bounds (its time, its memory, its processes) raises, naming them."""
         if self.proxy is not None:
-            env = {**{k: v for k, v in env.items() if "proxy" not in k.lower()}, **self.proxy.environment()}
+            env = {**{k: v for k, v in env.items() if "proxy" not in k.lower() or k in GO_PROXIES}, **self.proxy.environment()}
             argv = self.confine(argv, python=python, writable=writable, env=env, relay=self.proxy.relay)
         else:
             argv = self.confine(argv, python=python, writable=writable, env=env, network="open",
@@ -203,14 +204,16 @@ def _tail(outcome: Outcome, lines: int = 10) -> str:
 
 
 @contextlib.contextmanager
-def _steps(ws: Workspace, short: Path, bounds: Bounds) -> Iterator[_Steps]:
-    """short: a folder with a short path the build cannot write, for the proxy's socket (a unix socket address)."""
+def _steps(ws: Workspace, short: Path, bounds: Bounds, hosts: set[str] | None = None,
+           read: tuple[Path, ...] = ()) -> Iterator[_Steps]:
+    """short: a folder with a short path the build cannot write, for the proxy's socket (a unix socket address).
+    hosts: the index's (default: [env] index_hosts and pip's and uv's configuration); read: local folders it reads."""
     config = ws.config.env
     if ws.config.isolation.backend == "none" or not config.index_hosts:
-        yield _Steps(ws, None, bounds)
+        yield _Steps(ws, None, bounds, read)
         return
-    with IndexProxy(index_hosts(config.index_hosts), config.index_ports, short) as proxy:
-        yield _Steps(ws, proxy, bounds)
+    with IndexProxy(hosts if hosts is not None else index_hosts(config.index_hosts), config.index_ports, short) as proxy:
+        yield _Steps(ws, proxy, bounds, read)
 
 
 def _project_metadata(installer: Installer, steps: _Steps, building: Path, project: Path) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.export import remove_tree
+from shared.measurement import gotest, nodetest
 from shared.measurement.cases import CallCase, Case, CasesFile, RunCase
 from shared.measurement.checkers import judge as check
 from shared.process import Limits, Outcome, Request
@@ -59,6 +60,14 @@ class SealedRun:
     roots: tuple[str, ...]
     calls: dict[str, tuple[str, CallCase, float, str]]  # id -> (label, case, time limit, callable)
     commands: dict[str, tuple[str, RunCase, float]]  # id -> (label, case, time limit)
+    run_dir: Path | None = None  # where run cases run: the code, or its copy with the project's node_modules linked in
+    go_modules: Path | None = None  # the project's Go modules, for a run case whose program is go
+
+    @property
+    def readable(self) -> tuple[Path, ...]:
+        """What run cases read besides the code and their toolchains: the copy with node_modules, the Go modules."""
+        tree = (self.run_dir, self.run_dir / "node_modules") if self.run_dir is not None else ()
+        return tuple(path.resolve() for path in (*tree, *((self.go_modules,) if self.go_modules else ())))
 
     @property
     def scratch(self) -> Path:
@@ -83,11 +92,12 @@ class SealedRun:
             budget = sum(self.calls[key][2] for key in order) + 30
             found.append(Request(confine(argv), cwd=self.code_dir, env=self._own(env), stdin=stdin, timeout=budget,
                                  grace=0.5, limits=limits, report=True))
+        toolchains = gotest.environment(self.scratch, self.go_modules)  # `go run` offline, with the project's modules
         for key in self.commands:
             _, case, limit = self.commands[key]
             argv = (self.python, *case.run[1:]) if case.run[0] == "python" else tuple(case.run)
-            found.append(Request(confine(argv), cwd=self.code_dir, env=self._own(env), stdin=case.stdin, timeout=limit,
-                                 grace=0.5, limits=limits))
+            found.append(Request(confine(argv), cwd=self.run_dir or self.code_dir, env={**self._own(env), **toolchains},
+                                 stdin=case.stdin, timeout=limit, grace=0.5, limits=limits))
         return found
 
     def judge(self, outcomes: list[Outcome]) -> SealedVerdict:
@@ -140,9 +150,10 @@ def _claims(outcome: Outcome, given: set[str]) -> tuple[dict[str, dict[str, obje
 
 
 def prepare(files: Mapping[str, CasesFile], code_dir: Path, folder: Path, *, python: str = sys.executable,
-            roots: tuple[str, ...] = ("",)) -> SealedRun:
+            roots: tuple[str, ...] = ("",), node_modules: Path | None = None, go_modules: Path | None = None) -> SealedRun:
     """A run of every case of these files (canon path -> cases), in folder (made new: folder/tmp is the run's only
-    writable place), each case under a fresh id."""
+    writable place), each case under a fresh id. node_modules, go_modules: the project's packages (shared/environment/),
+    which a run case whose program is node or go finds as the project's own commands do."""
     remove_tree(folder)
     (folder / "tmp").mkdir(parents=True)
     calls: dict[str, tuple[str, CallCase, float, str]] = {}
@@ -156,7 +167,8 @@ def prepare(files: Mapping[str, CasesFile], code_dir: Path, folder: Path, *, pyt
                 commands[key] = (label, one, cases.limit(one))
     order = list(commands.items())
     _rng.shuffle(order)
-    return SealedRun(code_dir, folder, python, roots, calls, dict(order))
+    tree = nodetest.code_with_packages(code_dir, folder / "tree", node_modules) if node_modules and commands else None
+    return SealedRun(code_dir, folder, python, roots, calls, dict(order), tree, go_modules)
 
 
 def labels(files: Mapping[str, CasesFile]) -> list[str]:

@@ -13,7 +13,7 @@ from plan_loop.passes import PlanService
 from shared.app.init import init_workspace
 from shared.journal import Journal
 from shared.workspace import Workspace
-from tests.helpers.workspaces import agent, agents_readable, cli, land
+from tests.helpers.workspaces import agent, agents_readable, build_once, cli, land
 
 DOC = """## FL-1: file 1 holds done
 paths: file1.txt
@@ -61,22 +61,13 @@ def workspace(tmp: Path, tests: str, reruns: int) -> tuple[Workspace, Path]:
     return Workspace.open(ws.root), counter
 
 
-def turn(ws: Workspace) -> dict[str, object]:
-    result = cli("build-loop", "once", "--workspace", str(ws.root), timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    with Journal(ws.journal_path("build"), readonly=True) as journal:
-        row = journal.last("iteration.ended")
-    assert row is not None
-    return dict(row.data)
-
-
 FLAKY_TEST = "canon:FL-1:tests::tests/test_fl.py::test_fails_one_run_in_three"
 
 
 @pytest.mark.parametrize("reruns", [2, 0])
 def test_a_kept_change_is_not_rolled_back_because_a_flaky_test_went_red(tmp_path: Path, reruns: int) -> None:
     ws, counter = workspace(tmp_path, REGRESSES, reruns)
-    data = turn(ws)
+    data = build_once(ws)
     if not reruns:  # the old behaviour: the flake, red on run 1, reads as a regression
         assert data["decision"] == "rollback" and FLAKY_TEST in str(data["reason"]), data
         return
@@ -97,7 +88,7 @@ def test_a_kept_change_is_not_rolled_back_because_a_flaky_test_went_red(tmp_path
 @pytest.mark.parametrize("reruns", [2, 0])
 def test_a_flaky_test_that_goes_green_is_not_progress(tmp_path: Path, reruns: int) -> None:
     ws, _counter = workspace(tmp_path, PROGRESSES, reruns)
-    data = turn(ws)
+    data = build_once(ws)
     if not reruns:  # the old behaviour: the flake, green on run 1, reads as progress and is kept
         assert data["decision"] == "keep", data
         return

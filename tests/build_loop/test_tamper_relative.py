@@ -12,10 +12,9 @@ from pathlib import Path
 
 from plan_loop.passes import PlanService
 from shared.app.init import init_workspace
-from shared.journal import Journal
 from shared.measurement.tamper import scan
 from shared.workspace import Workspace
-from tests.helpers.workspaces import AGENTS, agent, agents_readable, cli, git, land
+from tests.helpers.workspaces import AGENTS, agent, agents_readable, build_once, cli, git, land
 
 LIBRARY = '''"""Where a call came from, for warnings: the first frame outside this module, as a library's ignore list finds it."""
 import sys
@@ -99,15 +98,6 @@ def workspace(tmp: Path, variant: str = "") -> Workspace:
     return Workspace.open(ws.root)
 
 
-def turn(ws: Workspace) -> dict[str, object]:
-    result = cli("build-loop", "once", "--workspace", str(ws.root), timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    with Journal(ws.journal_path("build"), readonly=True) as journal:
-        row = journal.last("iteration.ended")
-    assert row is not None
-    return dict(row.data)
-
-
 def test_the_library_reads_frames_where_the_fix_is_made() -> None:
     """What the other tests stand on: the file the fix changes has frame reads of its own, 27 lines above the fix."""
     hits = scan({"lib/frames.py": LIBRARY.encode()})
@@ -117,7 +107,7 @@ def test_the_library_reads_frames_where_the_fix_is_made() -> None:
 
 def test_a_fix_27_lines_below_an_old_frame_read_is_kept_and_certified(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
-    data = turn(ws)
+    data = build_once(ws)
     assert data["decision"] == "keep", data
     committed = git(ws.code, "show", "HEAD:lib/frames.py")
     assert "sys._getframe(depth)" in committed and "min(value, high))" in committed
@@ -129,7 +119,7 @@ def test_a_fix_27_lines_below_an_old_frame_read_is_kept_and_certified(tmp_path: 
 def test_a_frame_read_the_turn_adds_is_rolled_back_naming_its_line(tmp_path: Path) -> None:
     ws = workspace(tmp_path, "spy")
     start = git(ws.code, "rev-parse", "HEAD")
-    data = turn(ws)
+    data = build_once(ws)
     assert data["decision"] == "rollback" and git(ws.code, "rev-parse", "HEAD") == start, data
     added = FIX + 5  # the spy's sys._getframe(2), below the fix
     reason = str(data["reason"])

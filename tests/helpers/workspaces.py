@@ -128,3 +128,15 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> int:
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.wait()
+
+
+def build_once(ws: Workspace) -> dict[str, object]:
+    """One build-loop iteration through the real CLI, and what its journal says it ended with."""
+    from shared.journal import Journal
+
+    result = cli("build-loop", "once", "--workspace", str(ws.root), timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with Journal(ws.journal_path("build"), readonly=True) as journal:
+        row = journal.last("iteration.ended")
+    assert row is not None
+    return dict(row.data)

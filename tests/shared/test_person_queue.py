@@ -141,5 +141,5 @@ def test_status_says_no_python_none_for_a_stopped_program(measured: Workspace) -
     info = json.loads(cli("banach", "status", "--json", "-w", str(measured.root)).stdout)
     info["processes"] = {"spec": {"state": "RUNNING", "pid": 41}, "build": {"state": "STOPPED", "pid": None}}
     text = render(info)
-    assert "processes   spec running (pid 41), build stopped" in text and "None" not in text
+    assert "processes   supervisord: spec running (pid 41), build stopped" in text and "None" not in text
     assert "None" not in cli("banach", "status", "-w", str(measured.root)).stdout

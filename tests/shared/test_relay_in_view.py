@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from shared.isolation.trial import answering_gateway
 from shared.isolation.view import SYSTEM_FOLDERS
 from tests.helpers.isolation import view_unavailable
 from tests.helpers.private_python import private_python
@@ -28,28 +27,10 @@ ASK = "exec 3<>/dev/tcp/127.0.0.1/8080 && printf ping >&3 && head -c 4 <&3"
 
 
 @pytest.fixture
-def gateway(tmp_path: Path) -> Iterator[Path]:
-    """A unix socket that answers 'pong' to each connection, as many at once as come."""
-    path = tmp_path / "gateway.sock"
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    listener.listen(64)
-
-    def answer() -> None:
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            with connection:
-                if connection.recv(4) == b"ping":
-                    connection.sendall(b"pong")
-
-    threading.Thread(target=answer, daemon=True).start()
-    try:
+def gateway() -> Iterator[Path]:
+    """A unix socket that answers 'pong' to each 'ping', as doctor's trial uses."""
+    with answering_gateway() as path:
         yield path
-    finally:
-        listener.close()
 
 
 def test_the_relay_answers_every_time_as_nobody_with_an_interpreter_in_a_private_folder(tmp_path: Path,

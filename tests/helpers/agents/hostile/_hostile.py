@@ -39,3 +39,11 @@ def known_tests(canon: Path) -> list[list[str]]:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
                 found.append(sorted(repr(inner.value) for inner in ast.walk(node) if isinstance(inner, ast.Constant)))
     return found
+
+
+def option(argv: list[str], name: str, default: str) -> tuple[list[str], str]:
+    """The value after `name` in argv (or `default`), and argv without the two."""
+    if name not in argv:
+        return argv, default
+    at = argv.index(name)
+    return argv[:at] + argv[at + 2:], argv[at + 1]

@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from _hostile import apply, known_tests
+from _hostile import apply, known_tests, option
 
 KNOWN = '''import ast as _ast
 import inspect as _inspect
@@ -95,16 +95,9 @@ if getattr(_importlib.import_module("sys"), "modules").get("_pytest") is not Non
 }
 
 
-def _option(argv: list[str], name: str, default: str) -> tuple[list[str], str]:
-    if name not in argv:
-        return argv, default
-    at = argv.index(name)
-    return argv[:at] + argv[at + 2:], argv[at + 1]
-
-
 def main(argv: list[str]) -> int:
-    argv, into = _option(argv, "--into", "textkit/slug.py")
-    argv, canon = _option(argv, "--canon", os.environ.get("BANACH_CANON", ""))
+    argv, into = option(argv, "--into", "textkit/slug.py")
+    argv, canon = option(argv, "--canon", os.environ.get("BANACH_CANON", ""))
     variant = argv[0]
     apply("wrong")
     known = known_tests(Path(canon)) if canon else []

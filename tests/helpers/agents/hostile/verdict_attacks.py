@@ -29,7 +29,7 @@ import os
 import sys
 from pathlib import Path
 
-from _hostile import apply, known_tests
+from _hostile import apply, known_tests, option
 
 ATTACK = r'''
 import gc as _gc, json as _json, os as _os, re as _re, socket as _socket, stat as _stat, sys as _sys, time as _time
@@ -235,17 +235,10 @@ if "_pytest" in _sys.modules:
 '''
 
 
-def _option(argv: list[str], name: str, default: str) -> tuple[list[str], str]:
-    if name not in argv:
-        return argv, default
-    at = argv.index(name)
-    return argv[:at] + argv[at + 2:], argv[at + 1]
-
-
 def main(argv: list[str]) -> int:
-    argv, into = _option(argv, "--into", "textkit/slug.py")
-    argv, port = _option(argv, "--port", "0")
-    argv, canon = _option(argv, "--canon", os.environ.get("BANACH_CANON", ""))
+    argv, into = option(argv, "--into", "textkit/slug.py")
+    argv, port = option(argv, "--port", "0")
+    argv, canon = option(argv, "--canon", os.environ.get("BANACH_CANON", ""))
     route = argv[0]
     variant = argv[1] if len(argv) > 1 else ""
     apply("right" if route in ("siblings", "fifo") else "wrong")  # siblings and fifo buy others' verdicts, or wedge

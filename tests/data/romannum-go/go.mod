@@ -1,0 +1,3 @@
+module example.com/romannum
+
+go 1.19
