@@ -170,12 +170,14 @@ def _node_arguments(ports: list[int], node: RayNode) -> list[str]:
 def _start(node: RayNode, arguments: list[str], auth: dict[str, str]) -> None:
     """Run one `ray start` in a new session; it returns once the node has joined the cluster."""
     node.temp_dir.mkdir(parents=True)
+    scratch = node.temp_dir.parent / f"{node.role}-tmp"  # its tasks' temp folders (a killed node's) go with the cluster
+    scratch.mkdir()
     log = node.temp_dir.parent / f"{node.role}-start.log"
     began = time.monotonic()
     with log.open("wb") as output:
         process = subprocess.Popen([ray_program(), "start", *arguments], stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=subprocess.STDOUT, env={**ray_environment(), **auth}, cwd=node.temp_dir,
-                                   start_new_session=True)
+                                   stderr=subprocess.STDOUT, env={**ray_environment(), **auth, "TMPDIR": str(scratch)},
+                                   cwd=node.temp_dir, start_new_session=True)
         node.session = process.pid
         try:
             code = process.wait(timeout=START_TIMEOUT)

@@ -16,7 +16,7 @@ Token authentication (Ray >= 2.52): the head and every node run with RAY_AUTH_MO
 pointing at one token file (0600; one per test process: tests/helpers/ray_cluster.py `token_file`), as an operator
 copies `ray get-auth-token --generate`'s file to each machine. Each node has a cache folder of its own
 (XDG_CACHE_HOME), where Banach builds that node's project environments, as each machine of a real cluster has its own
-disk.
+disk, and a temp folder of its own (TMPDIR), so that what a lost node's turn leaves is removed with the cluster.
 """
 from __future__ import annotations
 
@@ -154,9 +154,11 @@ def node_index() -> dict[str, str]:
 def _start(node: NetnsNode, arguments: list[str], token_file: Path) -> None:
     node.temp_dir.mkdir(parents=True)
     node.cache.mkdir(parents=True)
+    scratch = node.temp_dir.parent / f"{node.name}-tmp"  # what its turns leave when it is lost goes with the cluster
+    scratch.mkdir()
     log = node.temp_dir.parent / f"{node.name}-start.log"
     env = {**ray_environment(), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file),
-           "XDG_CACHE_HOME": str(node.cache), **(node_index() if node.namespace else {})}
+           "XDG_CACHE_HOME": str(node.cache), "TMPDIR": str(scratch), **(node_index() if node.namespace else {})}
     prefix = ["ip", "netns", "exec", node.namespace] if node.namespace else []
     with log.open("wb") as output:
         process = subprocess.Popen([*prefix, ray_program(), "start", *arguments], stdin=subprocess.DEVNULL,
