@@ -58,12 +58,15 @@ def run_spent(gateway: GatewayConfig, tokens: int, cost: float) -> str:
 
 def spent_outcome(journal: Journal, turn: Turn, why: str, source: str) -> Outcome:
     """No turn starts on a spent budget: the item's blocks the item, the run's stops the run."""
+    return spent(journal, turn.item.id, turn.canon.version, turn.history.attempts, why, source)
+
+
+def spent(journal: Journal, item_id: str, canon_version: int, attempts: int, why: str, source: str) -> Outcome:
     if source == "item":
-        journal.append(BLOCKED, {"item": turn.item.id, "canon_version": turn.canon.version,
-                                 "attempts": turn.history.attempts,
+        journal.append(BLOCKED, {"item": item_id, "canon_version": canon_version, "attempts": attempts,
                                  "evidence": {"reason": why, "failing": None, "excerpt": "", "iteration": None}})
-        return Outcome("blocked", f"{turn.item.id}: blocked: {why}", None, turn.item.id)
-    return Outcome("budget_exhausted", f"build-loop: {why}", None, turn.item.id)
+        return Outcome("blocked", f"{item_id}: blocked: {why}", None, item_id)
+    return Outcome("budget_exhausted", f"build-loop: {why}", None, item_id)
 
 
 def open_lease(config: GatewayConfig, gateway: Gateway, journal: Journal, turn: Turn, preset: AgentPreset,

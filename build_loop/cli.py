@@ -15,7 +15,7 @@ from build_loop.gateway import gateway_for, uses_gateway
 from build_loop.gateway.keys import drop_key_variables, store_key
 from build_loop.governor import Governor, Options
 from build_loop.history import unblock_items
-from build_loop.remote import RemoteLanes
+from build_loop.remote_lanes import RemoteLanes
 from build_loop.run import serve_build
 from build_loop.turn import Outcome
 from build_loop.workers import serve_workers
@@ -40,7 +40,8 @@ turn_timeout_option = click.option("--turn-timeout", type=float, default=None, m
 
 
 def _prepare(workspace: Path, agent_command: str, command: str, *,
-             before: Callable[[Workspace], None] = lambda ws: None) -> tuple[Workspace, Gateway | None]:
+             before: Callable[[Workspace, Gateway | None], None] = lambda ws, gateway: None,
+             after: Callable[[], None] = lambda: None) -> tuple[Workspace, Gateway | None]:
     """The workspace and its model gateway (when a rung uses one), with build restricted to its own stores and this
     process build's one process of the workspace (shared/role_lock.py); `before` runs just before the restriction
     (what must open files or sockets outside build's stores)."""
@@ -51,10 +52,11 @@ def _prepare(workspace: Path, agent_command: str, command: str, *,
     agent_state = () if agent_command else all_state_paths(ws.config)
     start_views(ws, "build")  # before the gateway's thread: the thread that makes views must be the second
     gateway = None if agent_command else gateway_for(ws)  # reads the provider keys and binds before build restricts itself
-    before(ws)
+    before(ws, gateway)
     startup_line(restrict_self(ws, "build", agent_state=agent_state).banner("build-loop"))
     if gateway is not None:
         gateway.run_on_loop(restrict_this_thread)  # its thread was made before: it parses the agent's HTTP
+    after()
     startup_line(f"build-loop: reach: {reach_line(ws)}")
     if gateway is not None:
         click.echo(f"build-loop: model gateway on {gateway.url} (providers: {', '.join(sorted(ws.config.gateway.providers))}; "
@@ -141,11 +143,15 @@ def run(workspace: Path, agent_command: str, turn_timeout: float | None) -> None
     stopper = Stopper().install()
     cluster: list[RemoteLanes] = []
 
-    def connect(ws: Workspace) -> None:  # Ray's driver opens its logs and sockets outside build's stores
-        if ws.config.build.workers > 1 and ws.config.cluster.backend == "ray":
-            cluster.append(RemoteLanes(ws))
+    def connect(ws: Workspace, gateway: Gateway | None) -> None:  # Ray's driver opens its logs and sockets outside
+        if ws.config.build.workers > 1 and ws.config.cluster.backend == "ray":  # build's stores: before it restricts
+            cluster.append(RemoteLanes(ws, gateway))
 
-    ws, gateway = _prepare(workspace, agent_command, "run", before=connect)
+    def open_door() -> None:  # the gateway's door for the nodes, its thread restricted as build is
+        for remote in cluster:
+            remote.open(restrict_this_thread)
+
+    ws, gateway = _prepare(workspace, agent_command, "run", before=connect, after=open_door)
     watching = lifeline.watch(ws, stopper.stop)
     if watching:
         click.echo(f"build-loop: {watching}", err=True)

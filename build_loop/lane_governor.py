@@ -50,6 +50,8 @@ class LaneGovernor(Governor):
         main = self.main.head()
         if main is None or main == turn.checkpoint or set(entries) & set(self.main.diff_names(turn.checkpoint, main)):
             return None
+        if getattr(self.integrator, "busy", False):  # main moves on meanwhile: the integrator's train measures it
+            return None
         scratch = turn.scratch / "trial"
         scratch.mkdir(parents=True, exist_ok=True)
         try:

@@ -9,36 +9,52 @@
     head  the rows go into build's journal (build stays its one writer), the files into state/build/iterations/N,
           the candidate's objects into main, and the integrator judges it on main as it does a local lane's
 
-A node that dies mid-turn: Ray runs the task again from the start on a live node. The head journals nothing of a
-remote turn until it is back, so a head killed mid-turn leaves nothing open and nothing kept.
+The model gateway stays on the head with the provider's keys. For a rung with a provider the head opens the turn's
+lease (its token, its budgets, computed from build's journal) before it ships the turn; the node's relay
+(build_loop/gateway/node_relay.py) carries the agent's calls to the gateway's door on the head (gateway/door.py), which
+lets in only that token. Every call is journaled on the head from the gateway's own record, whatever the node says.
 
-Not yet: the model gateway listens on the head's loopback, which a node cannot reach, so a rung with a provider is
-refused under this backend (`_refuse_gateway`); plan's checks still run on the head.
+A node that dies mid-turn (its raylet or machine gone, its worker killed): the head revokes the turn's token (a turn
+still running there spends nothing more), journals the calls the gateway recorded for it and `cluster.turn_lost`, and
+ships the turn again, with a new token, to any live node (Ray does not retry turns itself: a retry with the same token
+would let the lost attempt go on spending). The head journals nothing else of a remote turn until it is back, so a
+node or head lost mid-turn leaves nothing open and nothing kept. Where each turn runs, the nodes and the ones lost are
+in state/build/cluster.json (shared/cluster_board.py) for status and the dashboard.
 """
 from __future__ import annotations
 
-import shutil
+import os
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from build_loop.gateway.lease import Allowance
 from build_loop.history import ItemHistory
 from build_loop.integrator import Integration
 from build_loop.lane_governor import LaneGovernor
 from build_loop.lanes import Lane
 from build_loop.sensors import Reading
 from build_loop.turn import Options, Outcome, Shared, Spend, Turn
-from canon.model import Canon
 from canon.store import CanonStore
-from shared.bundles import bundle_commit, bundle_range, fetch_bundle, node_workspace
+from shared.bundles import bundle_range, node_workspace
 from shared.errors import ConfigError
-from shared.git import Entry, GitRepo, RefState
+from shared.git import Entry
 from shared.journal import Row
-from shared.workspace import Workspace
 
 CANDIDATE_REF = "refs/banach/candidate"
+
+
+@dataclass(frozen=True)
+class GatewayTicket:
+    """What a node needs to reach the head's gateway for one turn: the door and the turn's token, never a key."""
+
+    host: str
+    port: int
+    token: str
+    provider: str
+    upstream_model: str
+    allowance: Allowance
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,32 @@ class RemoteTurn:
     n: int
     lane: int
     options: Options
+    gateway: GatewayTicket | None = None  # the head's lease for this attempt, when the rung talks to a provider
+
+
+class NoGateway:
+    """A node's turn whose rung talks to no provider: the node never makes a gateway of its own (keys stay on the head)."""
+
+    socket_path, port, url = Path("/nonexistent"), 0, ""
+
+    def open_turn(self, provider: str, **_: Any) -> Any:
+        raise ConfigError(f"this turn's rung talks to {provider!r} through the gateway, and the head sent no token for "
+                          "it: the ladder differs between the head's banach.toml and the one shipped")
+
+    def close(self, lease: Any, **_: Any) -> Any:
+        return lease
+
+    def stop(self) -> None:
+        pass
+
+
+def _relay(ticket: GatewayTicket | None, node: str) -> Any:
+    if ticket is None:
+        return NoGateway()
+    from build_loop.gateway.node_relay import NodeRelay
+
+    return NodeRelay((ticket.host, ticket.port), ticket.token, provider=ticket.provider,
+                     upstream_model=ticket.upstream_model, allowance=ticket.allowance, node=node)
 
 
 @dataclass
@@ -101,8 +143,11 @@ class Handoff:
 
 
 def run_remote_turn(task: RemoteTurn) -> RemoteResult:
-    """On a node: the governed turn in a workspace of its own. Runs in a fresh Ray worker process."""
-    from shared.ray_pool import current_node_id
+    """On a node: the governed turn in a workspace of its own. Runs in a fresh Ray worker process. A worker whose raylet
+    died under it (the node is being lost) sends back no result: the head runs the turn again elsewhere."""
+    from shared.ray_pool import NodeLost, current_node_id, raylet_alive
+
+    raylet = os.getppid()  # Ray's workers are the raylet's children
 
     with tempfile.TemporaryDirectory(prefix="banach-node-") as scratch:
         ws = node_workspace(Path(scratch), task.config_text, code_bundle=task.code_bundle,
@@ -114,13 +159,17 @@ def run_remote_turn(task: RemoteTurn) -> RemoteResult:
         item = plan.open_item(task.item_id)
         assert item is not None, task.item_id
         collector, handoff = CollectingJournal(), Handoff()
+        relay = _relay(task.gateway, current_node_id())
         governor = LaneGovernor(ws, task.options, lane=Lane.of(ws, task.lane), integrator=handoff,
-                                shared=Shared(Spend(), journal=collector))
+                                shared=Shared(Spend(), journal=collector), gateway=relay)  # type: ignore[arg-type]
         try:
             canon = CanonStore(ws.canon).load()
             outcome = governor.lane_turn(plan, item, canon, task.history, task.n, task.base)
         finally:
             governor.close()
+            relay.stop()
+        if not raylet_alive(raylet):
+            raise NodeLost(f"node {current_node_id()[:12]} lost its raylet during turn {task.n}; nothing of it is sent")
         folder = ws.role_dir("build") / "iterations" / str(task.n)
         files = {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()} if folder.is_dir() else {}
         result = RemoteResult(outcome, collector.collected, files, current_node_id())
@@ -131,99 +180,3 @@ def run_remote_turn(task: RemoteTurn) -> RemoteResult:
             result.candidate = bundle_range(lane_repo, task.base, commit, bundles).read_bytes()
             result.before, result.after = turn.before.as_json(), after.as_json()
         return result
-
-
-class RemoteLanes:
-    """The head's side: one Ray pool for the run, and the bundles it ships."""
-
-    def __init__(self, ws: Workspace) -> None:
-        from shared.ray_pool import RayPool
-
-        cluster = ws.config.cluster
-        if not cluster.address:
-            raise ConfigError(f"[cluster] backend is 'ray' in {ws.config_file} but no address is set: add "
-                              "address = \"HOST:PORT\" (the head's GCS address that `ray start --head` printed)")
-        _refuse_gateway(ws)
-        self.ws = ws
-        self.bundles = ws.role_dir("build") / "bundles"
-        self.pool = RayPool(cluster.address, ws.role_dir("build") / "ray", max_retries=cluster.max_retries)
-        self._visible: dict[str, str] = {}  # canon commit -> its visible commit (canon/visible.py)
-        self._visible_lock = threading.Lock()
-
-    def close(self) -> None:
-        self.pool.shutdown()
-
-    def turn(self, governor: LaneGovernor, plan: Any, item: Any, canon: Canon, history: ItemHistory, n: int,
-             base: str) -> Outcome:
-        """Ship the turn to a node, wait for it, and finish it here (journal, files, integration)."""
-        task = RemoteTurn(self.ws.config_file.read_text(), self._visible_canon(canon.commit),
-                          self._bundle(governor.main, base), base, plan.model_dump_json(), item.id, history, n,
-                          governor.lane.number, governor.options)
-        cluster = self.ws.config.cluster
-        future = self.pool.submit(run_remote_turn, (task,), cpus=cluster.cpus_per_turn)
-        while not future.done():
-            if governor.cancel.wait(0.5):  # build-loop is stopping: the node's worker is killed, nothing comes back
-                self.pool.cancel(future)
-                return Outcome("abandoned", f"iteration {n} ({item.id}): build-loop was asked to stop; the cluster task "
-                               "was cancelled and nothing of it is kept", n, item.id)
-        return finish(governor, plan, item, canon, history, n, base, future.result())
-
-    def _visible_canon(self, commit: str) -> bytes:
-        """Canon as build exports it, held-back tests left out (canon/visible.py), as a bundle for the node."""
-        from canon.visible import visible_commit
-        from shared.checks.store import PlanStore
-
-        with self._visible_lock:  # lanes ask at once; one commit per canon version is made, once
-            repo = PlanStore(self.ws.role_dir("build") / "canon-visible.git").repo()
-            if commit not in self._visible:
-                scratch = self.ws.role_dir("build") / "tmp"
-                scratch.mkdir(parents=True, exist_ok=True)
-                self._visible[commit] = visible_commit(CanonStore(self.ws.canon).git, commit, repo, scratch)
-            return self._bundle(repo, self._visible[commit])
-
-    def _bundle(self, repo: GitRepo, rev: str) -> bytes:
-        return bundle_commit(repo, rev, self.bundles).read_bytes()
-
-
-def finish(governor: LaneGovernor, plan: Any, item: Any, canon: Canon, history: ItemHistory, n: int, base: str,
-           result: RemoteResult) -> Outcome:
-    """On the head: a node's turn into build's journal and folders, and its kept change through the integrator."""
-    for kind, data in result.rows:
-        governor.journal.append(kind, {**data, "node": result.node} if kind.startswith("iteration.") else data)
-    folder = governor.dir / "iterations" / str(n)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, content in result.files.items():
-        (folder / Path(name).name).write_bytes(content)
-    if result.outcome.decision != "candidate" or result.candidate is None:
-        return result.outcome
-    scratch = governor.dir / "tmp" / f"iteration-{n}"
-    scratch.mkdir(parents=True, exist_ok=True)
-    bundle = scratch / "candidate.bundle"
-    bundle.write_bytes(result.candidate)
-    ref = f"{CANDIDATE_REF}/{n}"
-    try:
-        tip = fetch_bundle(governor.main, bundle, ref, base=base)  # verified; its objects now in main's store
-        entries = changed_entries(governor.main, base, tip)  # from the commit itself, not from what the node said
-        canon_dir = governor.measure.canon_snapshot(canon)
-        project = governor.measure.environment(governor.main, base)
-        turn = Turn(n, item, canon, plan, history, folder, scratch, base, RefState("", base, (), ()), canon_dir,
-                    governor.measure.sensors(item, canon, canon_dir, project), Reading.from_json(result.before),
-                    project, facts={**result.outcome.details.get("facts", {}), "node": result.node})
-        return governor.integrate(turn, entries, Reading.from_json(result.after), turn.facts)
-    finally:
-        governor.main.command("update-ref", "-d", ref)
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def changed_entries(repo: GitRepo, base: str, tip: str) -> dict[str, Entry | None]:
-    """What the candidate changes against its base, path by path (None: removed)."""
-    after = repo.tree_entries(tip)
-    return {path: after.get(path) for path in repo.diff_names(base, tip)}
-
-
-def _refuse_gateway(ws: Workspace) -> None:
-    with_provider = [rung for rung in ws.config.build.rungs if rung in ws.config.agents and ws.config.agents[rung].provider]
-    if with_provider:
-        raise ConfigError(f"[cluster] backend 'ray' in {ws.config_file}: the ladder rung(s) {', '.join(with_provider)} talk to "
-                          "a provider through the model gateway, which listens on the head's loopback and cannot be "
-                          "reached from a node yet. Use backend 'local' for them, or a preset without 'provider'.")

@@ -30,7 +30,7 @@ from build_loop.measure import Measurer
 from build_loop.picker import current_plan, done_items, ready_items, why_nothing
 from build_loop.reactions import react
 from build_loop.recovery import recover
-from build_loop.remote import RemoteLanes
+from build_loop.remote_lanes import RemoteLanes
 from build_loop.run import MAX_LIMIT_WAIT, before_first_plan, budget_hit, limit_wait
 from build_loop.turn import Options, Outcome, Shared, Spend
 from canon.scope import may_overlap
@@ -91,8 +91,9 @@ class Workers:
                 self.echo(f"build-loop: {recovered.message}")
             self.next_n = next_iteration(self.journal)
             self.journal.append("loop.started", {"workers": self.count, "backend": self.ws.config.cluster.backend})
-            where = (f"turns run as tasks on the Ray cluster at {self.ws.config.cluster.address}" if self.remote else
-                     "each in its own lane (state/build/lanes/K)")
+            where = (f"turns run as tasks on the Ray cluster at {self.ws.config.cluster.address}" + (
+                f", the gateway's door for the nodes at {self.remote.door.address}" if self.remote.door else "")
+                if self.remote else "each in its own lane (state/build/lanes/K)")
             self.echo(f"build-loop: {self.count} workers, {where}; main is written only by the integrator")
             watcher.start()
             pool = ThreadPoolExecutor(self.count, thread_name_prefix="lane")
@@ -226,7 +227,8 @@ def serve_workers(ws: Workspace, options: Options, *, gateway: Gateway | None, e
                   stopper: Stopper, remote: RemoteLanes | None = None) -> str:
     """remote: a connection to the Ray cluster, made before build restricted itself ([cluster] backend = "ray")."""
     if ws.config.cluster.backend == "ray" and remote is None:
-        remote = RemoteLanes(ws)
+        remote = RemoteLanes(ws, gateway)
+        remote.open()
     return Workers(ws, options, count=ws.config.build.workers, gateway=gateway, echo=echo, stopper=stopper,
                    remote=remote).serve()
 

@@ -200,9 +200,8 @@ class PlanService:
             else:
                 stored = self.store.repo()  # the copy plan measures: memo keys come from the same objects
                 checks = build_checks(canon, self.canon.git, stored, code_commit, config.check_timeout, env)
-                # a Ray node has Banach's interpreter only: a project that needs an environment is measured here
-                remote = self.remote.runner(self.code, code_commit, self.canon.git, canon.commit) \
-                    if self.remote and not env.key else None
+                # on a cluster each node builds (once) and uses its own copy of the environment (shared/checks/remote.py)
+                remote = self.remote.runner(self.code, code_commit, self.canon.git, canon.commit) if self.remote else None
                 results = run_checks(checks, snap, jobs=config.jobs, memo=None if fresh else self.memo,
                                      confine=Confine(self.ws, "check", (snap.code,)),
                                      limits=check_limits(self.ws.config), remote=remote, env=env)  # remote: from the code's

@@ -229,7 +229,14 @@ class ClusterConfig(Model):
     address: str = Field("", pattern=r"^(\S+:\d+)?$",
                          description="with backend 'ray': the head's GCS address, host:port, as `ray start --head` printed")
     cpus_per_turn: float = Field(1.0, gt=0, description="CPUs a turn asks of its node (its sensors need them)")
-    max_retries: int = Field(3, ge=0, description="times Ray runs a turn again when its node or worker dies")
+    max_retries: int = Field(3, ge=0, description="times a turn or a batch of checks is run again, on another node, when "
+                             "its node or worker dies (a turn gets a new gateway token each time)")
+    gateway_host: str = Field("", description="with backend 'ray': the head's address the nodes reach build's gateway "
+                              "door at; empty: the address Ray knows the head by")
+    gateway_port: int = Field(0, ge=0, le=65535, description="with backend 'ray': the door's TCP port on gateway_host "
+                              "(open it from the nodes to the head); 0: any free port")
+    check_batches: int = Field(0, ge=0, description="with backend 'ray': plan's checks of a pass go out as this many "
+                               "tasks, spread over the nodes; 0: one per live node")
 
 
 class EnvConfig(Model):

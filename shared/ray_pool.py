@@ -15,6 +15,11 @@ was lost (raylet gone, machine gone, missed health checks), or an argument objec
 exception raised by the callable is its result and is not retried: the future re-raises it, as itself. A retried
 task runs again from the start, on any node with a free slot, so a callable must leave nothing half-done that a
 second run cannot redo.
+
+Authentication: Ray's ports accept anyone unless the cluster runs with token authentication (Ray >= 2.52:
+RAY_AUTH_MODE=token on every node, the same token on each). A pool refuses a cluster that would let a client in without
+the token (`refuse_open_cluster`: a client with no token is sent to the head's GCS in a process of its own, and must be
+refused), and a driver that has no token to give, each with the commands that fix it.
 """
 from __future__ import annotations
 
@@ -23,6 +28,9 @@ import logging
 import os
 import signal
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +51,15 @@ class ClusterError(BanachError):
     """The Ray cluster cannot be reached, cannot run a task, or lost it more often than the retries allow."""
 
 
+class NodeLost(ClusterError):
+    """A task's node was lost under it: raised by the task itself when it finds its raylet gone."""
+
+
+def raylet_alive(raylet: int) -> bool:
+    """Inside a task: whether the raylet that started this worker (its parent at the task's start) still is."""
+    return os.getppid() == raylet
+
+
 @dataclass(frozen=True)
 class Node:
     """One live node of the cluster, as Ray reports it."""
@@ -50,6 +67,9 @@ class Node:
     id: str  # Ray's node id (hex), what `current_node_id()` returns inside a task
     labels: Mapping[str, str]
     resources: Mapping[str, float]  # totals: "CPU", "agent_slot", "memory", ...
+    address: str = ""  # the IP the node is known by
+    alive: bool = True
+    head: bool = False
 
 
 def _ray() -> ModuleType:
@@ -79,6 +99,54 @@ def _check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
                            f"--port {port}` on {host}, or fix [cluster] address in banach.toml.") from None
 
 
+TOKEN_FIX = ("on the head: `ray get-auth-token --generate` (it writes ~/.ray/auth_token); copy that file to ~/.ray/auth_token "
+             "on every node and on the machine build-loop and plan-loop run on; start every node with "
+             "`RAY_AUTH_MODE=token ray start ...`, and run the loops with RAY_AUTH_MODE=token")
+_PROBE = """
+import sys
+from ray._raylet import GcsClient
+from ray.exceptions import AuthenticationError
+try:
+    GcsClient(address=sys.argv[1], cluster_id=None).internal_kv_get(b"banach-probe", b"banach", timeout=10)
+except AuthenticationError:
+    sys.exit(3)
+sys.exit(0)
+"""
+
+
+def token_available(environ: dict[str, str] | None = None) -> str:
+    """Where this process's Ray token comes from ('' when it has none): Ray's own order of precedence."""
+    env = os.environ if environ is None else environ
+    if env.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    if env.get("RAY_AUTH_TOKEN_PATH"):
+        path = env["RAY_AUTH_TOKEN_PATH"]
+        return f"RAY_AUTH_TOKEN_PATH ({path})" if os.path.isfile(path) else ""
+    default = os.path.join(os.path.expanduser("~"), ".ray", "auth_token")
+    return default if os.path.isfile(default) else ""
+
+
+def refuse_open_cluster(address: str, timeout: float = 60.0) -> None:
+    """Raise ClusterError unless the cluster at address refuses a client that carries no token."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    with tempfile.TemporaryDirectory(prefix="banach-ray-probe-") as home:  # no ~/.ray/auth_token to fall back on
+        env.update({"RAY_AUTH_MODE": "disabled", "HOME": home, "RAY_USAGE_STATS_ENABLED": "0"})
+        try:
+            probe = subprocess.run([sys.executable, "-I", "-c", _PROBE, address], env=env, capture_output=True,
+                                   text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL, cwd=home)
+        except subprocess.TimeoutExpired:
+            raise ClusterError(f"could not tell whether the Ray cluster at {address} requires a token: a client without "
+                               f"one neither got in nor was refused within {timeout:g}s") from None
+    if probe.returncode == 3:
+        return
+    if probe.returncode == 0:
+        raise ClusterError(f"the Ray cluster at {address} lets in a client that has no token: whoever reaches its ports "
+                           f"can run code on every node, an agent's included. Banach refuses it. Turn Ray's token "
+                           f"authentication on: {TOKEN_FIX}")
+    raise ClusterError(f"could not tell whether the Ray cluster at {address} requires a token (the probe exited "
+                       f"{probe.returncode}):\n{probe.stderr.strip()[-1500:]}")
+
+
 def _restore_environment(saved: Mapping[str, str]) -> None:
     """Undo what ray.init writes into this process's environment (PYTHONBREAKPOINT=ray.util.rpdb...), which every
     child started afterwards, agents included, would inherit. (Its SIGTERM handler is put back by the caller.)"""
@@ -102,7 +170,9 @@ class RayPool:
     one connection per process); use it as a context manager or call shutdown()."""
 
     def __init__(self, address: str, log_dir: Path, *, max_retries: int = DEFAULT_MAX_RETRIES,
-                 namespace: str = "banach") -> None:
+                 namespace: str = "banach", require_token: bool = True) -> None:
+        """require_token: refuse a cluster that lets in a client without Ray's token (the default; tests of the pool's
+        own mechanics may turn it off)."""
         ray = _ray()
         if ray.is_initialized():
             raise ClusterError("this process is already connected to a Ray cluster; a process holds one RayPool at a time. "
@@ -110,11 +180,21 @@ class RayPool:
         self.address = address
         self.max_retries = max_retries
         _check_reachable(address)
+        if require_token:
+            if not token_available():
+                raise ClusterError(f"this process has no Ray token to connect to {address} with (none in RAY_AUTH_TOKEN, "
+                                   f"RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token). {TOKEN_FIX}")
+            refuse_open_cluster(address)
+            os.environ["RAY_AUTH_MODE"] = "token"  # the token found above is what this driver sends
+            from ray._raylet import Config  # type: ignore[attr-defined]
+
+            Config.initialize("")  # as Ray does when it turns token mode on for a process (its config is cached)
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_file = log_dir / LOG_NAME
         self._handler = logging.FileHandler(self.log_file, encoding="utf-8")
         self._handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         environment = dict(os.environ)
+        self.node_ip = ""
         on_sigterm = signal.getsignal(signal.SIGTERM)
         try:
             # configure_logging=False: Ray adds no stderr handler (it clears the "ray" logger's handlers here).
@@ -130,6 +210,7 @@ class RayPool:
         ray_logger = logging.getLogger("ray")
         ray_logger.addHandler(self._handler)
         ray_logger.propagate = False
+        self.node_ip = str(ray.util.get_node_ip_address())  # the address the cluster knows this machine by
         self._reused = ray.remote(_call)
         self._fresh = ray.remote(max_calls=1)(_call_in_a_fresh_worker)
         self._refs: dict[concurrent.futures.Future[Any], Any] = {}
@@ -140,16 +221,18 @@ class RayPool:
     def __exit__(self, *exc_info: object) -> None:
         self.shutdown()
 
-    def nodes(self) -> list[Node]:
-        """The live nodes, head first."""
-        found = [Node(entry["NodeID"], dict(entry.get("Labels") or {}), dict(entry.get("Resources") or {}))
-                 for entry in _ray().nodes() if entry.get("Alive")]
-        return sorted(found, key=lambda node: "node:__internal_head__" not in node.resources)
+    def nodes(self, *, dead: bool = False) -> list[Node]:
+        """The live nodes (and, with dead, those the cluster lost), head first."""
+        found = [Node(entry["NodeID"], dict(entry.get("Labels") or {}), dict(entry.get("Resources") or {}),
+                      str(entry.get("NodeManagerAddress") or ""), bool(entry.get("Alive")),
+                      "node:__internal_head__" in (entry.get("Resources") or {}))
+                 for entry in _ray().nodes() if dead or entry.get("Alive")]
+        return sorted(found, key=lambda node: (not node.head, not node.alive))
 
     def submit(self, fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
-               cpus: float = 1.0, agent_slots: int = 1, prefer_node: str | None = None,
+               cpus: float = 1.0, agent_slots: int = 1, prefer_node: str | None = None, pin_node: str | None = None,
                node_labels: Mapping[str, str] | None = None, max_retries: int | None = None,
-               fresh_worker: bool = True) -> concurrent.futures.Future[Any]:
+               fresh_worker: bool = True, spread: bool = False) -> concurrent.futures.Future[Any]:
         """Run fn(*args, **kwargs) on a node with `agent_slots` free agent slots and `cpus` free CPUs.
 
         With fresh_worker (the default) the task gets a worker process of its own, which exits afterwards (and
@@ -162,10 +245,12 @@ class RayPool:
         options: dict[str, Any] = {"num_cpus": cpus, "resources": {AGENT_SLOT: agent_slots} if agent_slots else {},
                                    "max_retries": self.max_retries if max_retries is None else max_retries,
                                    "retry_exceptions": False, "name": getattr(fn, "__qualname__", repr(fn))}
-        if prefer_node is not None:
+        if prefer_node is not None or pin_node is not None:  # pin_node: there or nowhere
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(prefer_node, soft=True)
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(str(pin_node or prefer_node), soft=pin_node is None)
+        elif spread:  # tasks submitted together go to different nodes where they can
+            options["scheduling_strategy"] = "SPREAD"
         if node_labels:
             options["label_selector"] = dict(node_labels)
         remote = self._fresh if fresh_worker else self._reused

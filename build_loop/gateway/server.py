@@ -27,6 +27,7 @@ from aiohttp import web
 
 from build_loop.gateway import wires
 from build_loop.gateway.lease import Allowance, Call, Lease
+from build_loop.gateway.meter import RunMeter
 from shared.bodies import BodyStore
 from shared.config import GatewayConfig, PriceConfig, ProviderConfig
 from shared.loop_thread import LoopThread
@@ -77,6 +78,9 @@ class Gateway:
         self.socket_path: Path = socket_path
         self.port = 0
         self.refused = 0  # calls with no valid token
+        # the run's budgets and each provider's rate limit, across every turn in flight here or on a cluster node
+        self.meter = RunMeter(config.max_run_tokens, config.max_run_cost_usd)
+        self.on_close: list[Callable[[Lease], None]] = []  # told when a token stops working (the cluster's door)
 
     @property
     def url(self) -> str:
@@ -147,6 +151,8 @@ class Gateway:
         with self._lock:
             lease.closed = True
             self._leases.pop(lease.token, None)
+        for told in self.on_close:
+            told(lease)
         deadline = time.monotonic() + settle_seconds
         while lease.in_flight and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -166,7 +172,14 @@ class Gateway:
         call = Exchange(lease, self.config.providers[lease.provider], request.path,
                         wires.is_model_call(request.method, request.path), wires.requested_model(request.path, raw),
                         time.monotonic(), raw)
-        refused = (lease.over_budget() if call.model_call else "") or (
+        limited = self.meter.limited_until(lease.provider) if call.model_call else None
+        if limited is not None:  # another turn was answered 429 by this provider: its limit holds for every turn
+            message = f"the provider {lease.provider} is rate limited until {time.strftime('%H:%M:%S', time.localtime(limited))}"
+            call.model, call.status = call.requested, 429
+            self._record(call, resets_at=limited, error=f"refused: {message}")
+            lease.stop("rate_limited", message, limited)
+            return _error(429, "rate_limit_error", f"Banach gateway: {message}")
+        refused = (lease.over_budget() or self.meter.spent() if call.model_call else "") or (
             (lease.stop_message or "the turn is being stopped") if lease.halt.is_set() else "")
         if refused:
             call.model, call.status = call.requested, 403
@@ -227,9 +240,25 @@ class Gateway:
         reset = wires.resets_at(call.headers, data, time.time()) if limited else None
         self._record(call, usage=usage, resets_at=reset)
         if limited:
-            call.lease.stop("rate_limited", f"the provider answered {call.status} ({call.provider.base_url})", reset)
+            message = f"the provider answered {call.status} ({call.provider.base_url})"
+            self.meter.limit(call.lease.provider, reset)
+            for lease in self._open_leases():  # the limit is the key's: every turn on this provider ends with it
+                if lease.provider == call.lease.provider:
+                    lease.stop("rate_limited", message if lease is call.lease else f"another turn's call: {message}", reset)
         elif call.model_call and (why := call.lease.over_budget()):
             call.lease.stop("budget", why)
+        elif call.model_call and (why := self.meter.spent()):
+            for lease in self._open_leases():  # the run's budget: every turn in flight stops
+                lease.stop("budget", why)
+
+    def _open_leases(self) -> list[Lease]:
+        with self._lock:
+            return [*self._leases.values()]
+
+    def lease_of(self, token: str) -> Lease | None:
+        """The open lease this token belongs to, or None."""
+        with self._lock:
+            return self._leases.get(token)
 
     def _record(self, call: Exchange, *, usage: wires.Usage | None = None, resets_at: float | None = None,
                 error: str = "") -> None:
@@ -248,6 +277,7 @@ class Gateway:
             request_digest=self.store.put_later(call.body), response_digest=self.store.put_later(bytes(call.received)),
             resets_at=resets_at, error=error)
         lease.calls.append(record)
+        self.meter.add(record)
         if lease.log is not None:  # durable before the turn ends: a crash of build keeps the record of what was spent
             with lease.log.open("a", encoding="utf-8") as log:
                 log.write(json.dumps(record.as_json()) + "\n")

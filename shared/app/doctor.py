@@ -99,6 +99,10 @@ def examine(ws: Workspace | None) -> list[Finding]:
     findings += _environment_findings(ws)
     findings += _agent_findings(ws)
     findings += _gateway_findings(ws)
+    if ws.config.cluster.backend == "ray":
+        from shared.app.doctor_cluster import cluster_findings
+
+        findings += cluster_findings(ws)
     for store, path in (("canon", ws.canon / ".git"), ("code", ws.code_git)):
         findings.append(Finding(path.exists(), f"{store}: " + ("a git repository" if path.exists() else "not a git repository"),
                                 "" if path.exists() else "create the workspace with 'banach init'"))

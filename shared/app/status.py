@@ -8,6 +8,7 @@ from canon.store import CanonStore
 from shared.app import needs as person
 from shared.app import supervisor
 from shared.app.runs import read_runs
+from shared.cluster_board import board_lines, read_board
 from shared.contracts import current_turn
 from shared.contracts import fix_plan as fix_plan_file
 from shared.contracts.blocks import current_blocks, explain, has_rounds_left
@@ -154,6 +155,8 @@ def status(ws: Workspace) -> dict[str, Any]:
         "now": now.as_json() if now is not None else None,  # the agent turn running now, or a stale record of one
         "workers": ws.config.build.workers,
         "lanes": [turn.as_json() for turn in turns if turn.lane is not None],  # with workers: each lane's turn
+        # on a Ray cluster: its nodes and slots, which turn runs where, the nodes lost (build_loop/remote_lanes.py)
+        "cluster": read_board(ws.role_dir("build")) if ws.config.cluster.backend == "ray" else None,
         "agent": _agent_label(ws),
         "isolation": {
             "backend": backend,
@@ -216,6 +219,9 @@ def _describe_workers(info: dict[str, Any]) -> list[str]:
     lines = [f"workers     {workers} lanes" + ("" if busy else ": none running a turn now")]
     for lane in sorted(busy):
         lines.append(f"  lane {lane}    {_describe_now(busy[lane])}")
+    if info.get("cluster"):
+        lines += [f"cluster     {line}" if number == 0 else f"            {line}"
+                  for number, line in enumerate(board_lines(info["cluster"]))]
     if run and run["turns"]:
         minutes = max((run["last"] - run["started"]) / 60.0, 1e-9)
         lines.append(f"throughput  {run['keeps']} kept of {run['turns']} turns in {minutes:.1f} min "

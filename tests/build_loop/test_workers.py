@@ -285,3 +285,72 @@ def test_a_lanes_agent_can_write_neither_main_nor_another_lane(tmp_path: Path) -
     assert attempts and all(line.startswith("DENIED") for line in attempts), attempts
     assert any("/code/planted.txt" in line for line in attempts) and any("/tree/planted.txt" in line for line in attempts)
     assert not (ws.code / "planted.txt").exists()
+
+
+def test_changes_waiting_together_are_integrated_as_a_train_and_a_red_one_alone_is_refused(tmp_path: Path) -> None:
+    """Three changes wait while the integrator is taken; whoever takes it next takes all three: re-measured on main
+    together, the one that makes no progress there is refused, the other two are measured again without it and
+    committed one after the other."""
+    import threading
+
+    from build_loop.fence import snapshot
+    from build_loop.history import ItemHistory
+    from build_loop.integrator import Integration, Integrator
+    from build_loop.lanes import Lane
+    from build_loop.measure import Measurer
+    from build_loop.turn import Turn
+    from canon.store import CanonStore
+    from shared.contracts.fix_plan import FixPlan
+    from shared.git import GitRepo
+    from shared.process import Limits
+
+    ws = parts_workspace(tmp_path, 4, 4)
+    plan_once(ws)
+    plan = FixPlan.model_validate_json(ws.fix_plan_json.read_text())
+    canon = CanonStore(ws.canon).load()
+    main = GitRepo.adopt(ws.code, ws.code_git)
+    measure = Measurer(ws, CanonStore(ws.canon), ws.role_dir("build"), Limits(), tree=ws.code)
+    integrator = Integrator(main, measure)
+    base = main.head()
+    assert base is not None
+    (ws.code / "parts").mkdir(exist_ok=True)
+    (ws.code / "parts" / "p04.txt").write_text("part 04\n")  # main moves on: every change below is re-measured
+    moved, _ = main.commit_entries(base, main.hash_files(["parts/p04.txt"]), "main moves", {}, role="build")
+    main.publish(moved, base)
+    canon_dir = measure.canon_snapshot(canon)
+    turns = []
+    for number, (item, text) in enumerate(zip(sorted(plan.items, key=lambda i: i.id)[:3],
+                                              ["part 01\n", "part 02\n", "not a part\n"], strict=True), start=1):
+        lane = Lane.of(ws, number).repo(main, base)
+        sensors = measure.sensors(item, canon, canon_dir, None)
+        before = measure.at_checkpoint(base, sensors, canon_dir, tmp_path / f"s{number}", None)
+        (lane.path / item.scope[0]).parent.mkdir(parents=True, exist_ok=True)
+        (lane.path / item.scope[0]).write_text(text)
+        entries = snapshot(lane, (item.scope[0],))
+        folder = tmp_path / f"turn{number}"
+        folder.mkdir()
+        turn = Turn(number, item, canon, plan, ItemHistory(), folder, folder / "scratch", base, lane.ref_state(),
+                    canon_dir, sensors, before, None)
+        turns.append((turn, entries, before))
+    results: dict[int, Integration] = {}
+    integrator._busy = True  # taken: the three wait together
+
+    def integrate(turn: Turn, entries: dict[str, object], reading: object) -> None:
+        with Journal.for_role(ws, "build") as journal:
+            results[turn.n] = integrator.integrate(journal, turn, entries, reading)  # type: ignore[arg-type]
+
+    threads = [threading.Thread(target=integrate, args=args) for args in turns]
+    for thread in threads:
+        thread.start()
+    with integrator._changed:
+        assert integrator._changed.wait_for(lambda: len(integrator._waiting) == 3, timeout=60)
+        integrator._busy = False
+        integrator._changed.notify_all()
+    for thread in threads:
+        thread.join(60)
+    assert results[3].commit is None and "no progress" in results[3].reason
+    assert results[1].commit and results[2].commit
+    assert results[1].facts["remeasured_on_main"] == "by the integrator, with 1 other change(s)"
+    assert main.head() in (results[1].commit, results[2].commit)  # one after the other, in the order they arrived
+    assert git(ws.code, "rev-list", "--count", f"{moved}..HEAD") == "2"
+    assert (ws.code / "parts" / "p01.txt").read_text() == "part 01\n" and not (ws.code / "parts" / "p03.txt").exists()

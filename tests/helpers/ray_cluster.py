@@ -6,6 +6,11 @@ stay in that session (workers take their own process group, not their own sessio
 the processes of one session. Killing the second node is SIGKILL to all of them at once, which is what a lost
 machine looks like to the rest of the cluster.
 
+Token authentication is on (RAY_AUTH_MODE=token on both nodes, one token file in the cluster's folder), as Banach
+requires; while the cluster runs, this process's environment holds the same two variables, so that a driver in it
+(a RayPool) or started from it (build-loop, plan-loop) has the token. `ray_cluster(auth=False)` starts one without,
+which Banach must refuse.
+
 Kept lean for a small machine: one CPU per node, a custom `agent_slot` resource, an 80 MiB object store, no
 dashboard, no autoscaler monitor, no log monitor, usage stats off (no network calls), and a faster health check
 so a lost node is declared dead in about 3 s instead of 15 s. Every port is chosen up front, so two clusters
@@ -13,9 +18,12 @@ so a lost node is declared dead in about 3 s instead of 15 s. Every port is chos
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -159,14 +167,17 @@ def _node_arguments(ports: list[int], node: RayNode) -> list[str]:
             "--include-log-monitor", "false", "--disable-usage-stats", "--log-style", "record", "--log-color", "false"]
 
 
-def _start(node: RayNode, arguments: list[str]) -> None:
+def _start(node: RayNode, arguments: list[str], auth: dict[str, str]) -> None:
     """Run one `ray start` in a new session; it returns once the node has joined the cluster."""
     node.temp_dir.mkdir(parents=True)
+    scratch = node.temp_dir.parent / f"{node.role}-tmp"  # its tasks' temp folders (a killed node's) go with the cluster
+    scratch.mkdir()
     log = node.temp_dir.parent / f"{node.role}-start.log"
     began = time.monotonic()
     with log.open("wb") as output:
         process = subprocess.Popen([ray_program(), "start", *arguments], stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=subprocess.STDOUT, env=ray_environment(), cwd=node.temp_dir, start_new_session=True)
+                                   stderr=subprocess.STDOUT, env={**ray_environment(), **auth, "TMPDIR": str(scratch)},
+                                   cwd=node.temp_dir, start_new_session=True)
         node.session = process.pid
         try:
             code = process.wait(timeout=START_TIMEOUT)
@@ -197,8 +208,35 @@ def _stop(cluster: RayCluster) -> None:
         raise AssertionError(f"the Ray cluster in {cluster.root} left processes running after SIGKILL: {left}")
 
 
+@functools.cache
+def token_file() -> Path:
+    """One token for every cluster this process starts: Ray's driver loads its token once per process and keeps it,
+    as one operator keeps one token for the clusters they run."""
+    folder = Path(tempfile.mkdtemp(prefix="ray-token-", dir="/tmp"))
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / "auth_token"
+    path.write_text(secrets.token_hex(32))
+    path.chmod(0o600)
+    return path
+
+
 @contextlib.contextmanager
-def ray_cluster() -> Iterator[RayCluster]:
+def driver_environment(auth: dict[str, str]) -> Iterator[None]:
+    """This process's environment with the cluster's token variables (and without other RAY_AUTH ones), restored after."""
+    saved = {key: value for key, value in os.environ.items() if key.startswith("RAY_AUTH")}
+    for key in saved:
+        del os.environ[key]
+    os.environ.update(auth)
+    try:
+        yield
+    finally:
+        for key in [key for key in os.environ if key.startswith("RAY_AUTH")]:
+            del os.environ[key]
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def ray_cluster(*, auth: bool = True) -> Iterator[RayCluster]:
     """Start a head and a second node joined to it; yield the cluster; stop every process of it on exit.
 
     The temp dirs live in a short folder under /tmp (Ray puts Unix sockets in them, and a socket path has at
@@ -209,11 +247,15 @@ def ray_cluster() -> Iterator[RayCluster]:
     gcs, *ports = free_ports(1 + 2 * per_node)
     head_ports, second_ports = ports[:per_node], ports[per_node:]
     cluster = RayCluster(f"127.0.0.1:{gcs}", RayNode("head", root / "head"), RayNode("second", root / "second"), root)
+    variables = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file())} if auth else {
+        "RAY_AUTH_MODE": "disabled"}
     try:
         _start(cluster.head, ["--head", "--port", str(gcs), "--include-dashboard", "false", "--no-monitor",
-                              "--system-config", json.dumps(SYSTEM_CONFIG), *_node_arguments(head_ports, cluster.head)])
-        _start(cluster.second, ["--address", cluster.address, *_node_arguments(second_ports, cluster.second)])
-        yield cluster
+                              "--system-config", json.dumps(SYSTEM_CONFIG), *_node_arguments(head_ports, cluster.head)],
+               variables)
+        _start(cluster.second, ["--address", cluster.address, *_node_arguments(second_ports, cluster.second)], variables)
+        with driver_environment(variables if auth else {}):
+            yield cluster
     finally:
         try:
             _stop(cluster)

@@ -15,7 +15,7 @@ pytest.importorskip("ray", reason="ray is not installed; install the cluster ext
 
 from shared.ray_pool import ClusterError, RayPool, current_node_id  # noqa: E402
 from tests.helpers.processes import alive, wait_gone  # noqa: E402
-from tests.helpers.ray_cluster import NODE_LABEL, RayCluster, free_ports, ray_cluster  # noqa: E402
+from tests.helpers.ray_cluster import NODE_LABEL, RayCluster, free_ports, ray_cluster, token_file  # noqa: E402
 from tests.helpers.waiting import wait_until  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -210,3 +210,24 @@ def test_the_pool_and_the_cluster_leave_no_ray_process_behind(tmp_path: Path, mo
         assert all(wait_gone(pid, timeout=30) for pid in workers), "the job's workers outlived the pool"
     assert not cluster.processes()
     assert not cluster.root.exists()
+
+
+def test_a_cluster_without_token_authentication_is_refused_with_the_fix(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray's ports accept anyone unless the cluster runs with RAY_AUTH_MODE=token: such a cluster is refused, even by a
+    driver that has a token to give (a token nobody asks for protects nothing)."""
+    with ray_cluster(auth=False) as cluster:
+        monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(token_file()))
+        with pytest.raises(ClusterError, match="lets in a client that has no token") as refused:
+            RayPool(cluster.address, tmp_path / "logs")
+    assert "RAY_AUTH_MODE=token ray start" in str(refused.value) and "ray get-auth-token --generate" in str(refused.value)
+
+
+def test_a_driver_without_the_token_is_refused_with_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ray_cluster() as cluster:
+        monkeypatch.delenv("RAY_AUTH_TOKEN_PATH")
+        monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ray/auth_token either
+        with pytest.raises(ClusterError, match="has no Ray token") as refused:
+            RayPool(cluster.address, tmp_path / "logs")
+    assert "~/.ray/auth_token" in str(refused.value)

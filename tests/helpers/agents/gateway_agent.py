@@ -10,6 +10,8 @@ Options, for the tests that try to break the gateway's promises:
   --retry-forever   on a 429 or an overload, wait a second and ask again, without end (as some CLIs do)
   --probe HOST:PORT try a TCP connection there and print CONNECTED or BLOCKED (repeatable)
   --probe-udp HOST:PORT  send a datagram there and print SENT or BLOCKED
+  --pause S         after the spending calls, wait S seconds before the turn's work (a turn still thinking)
+  --tag TEXT        nothing but a mark on its command line, for a test to find it by
   --relay-stopped   print on stderr the line the turn's relay prints when it stops (the relay shares the agent's
                     stderr), then wait for the turn's timeout without calling the model, as a CLI that retries does
 """
@@ -63,9 +65,12 @@ def hunt() -> None:
                 continue
             seen += 1
             print(f"FOUND /proc/{entry.name}/{part}: {text}")
+    interpreter = tuple(str(Path(prefix)) + "/" for prefix in {sys.prefix, sys.base_prefix})
     for root in (Path("..") / "state", Path("..") / "banach.toml", Path.home()):
         paths = [root] if root.is_file() else (list(root.rglob("*")) if root.is_dir() else [])
         for path in paths:
+            if str(path).startswith(interpreter):  # the Python it runs on, when HOME holds it (pyenv): no key there
+                continue
             try:
                 if path.is_file() and path.stat().st_size < 1_000_000:
                     print(f"FOUND file {path}: {path.read_text(errors='replace')}")
@@ -102,6 +107,8 @@ def main() -> int:
     parser.add_argument("--probe", action="append", default=[])
     parser.add_argument("--probe-udp", action="append", default=[])
     parser.add_argument("--relay-stopped", action="store_true")
+    parser.add_argument("--pause", type=float, default=0.0)
+    parser.add_argument("--tag", default="")
     options = parser.parse_args()
     if options.relay_stopped:
         print("banach relay: stopped: ModuleNotFoundError(\"No module named 'threading'\")", file=sys.stderr, flush=True)
@@ -116,6 +123,8 @@ def main() -> int:
     for index in range(options.calls):
         call([{"role": "user", "content": f"{prompt}\n(spending call {index + 1})"}], retry_forever=options.retry_forever)
         print(f"spent call {index + 1}", flush=True)
+    if options.pause:
+        time.sleep(options.pause)
     messages: list[dict[str, object]] = [{"role": "user", "content": prompt}]
     for _ in range(10):
         answer = call(messages, retry_forever=options.retry_forever)
