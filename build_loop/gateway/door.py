@@ -160,8 +160,10 @@ class Door:
             if not chunk:
                 return  # the node went away: the head decides what that means (build_loop/remote.py)
             buffer += chunk
+            if len(buffer) > PREAMBLE_BYTES and b"\n" not in buffer:
+                return  # a node says only {"close": true}; anything longer is not one
             if b"\n" in buffer:
-                if json.loads(buffer.split(b"\n", 1)[0] or b"{}").get("close"):
+                if _closes(buffer.split(b"\n", 1)[0]):
                     ticket.sockets.discard(client)  # revoking the token cuts the others, not the one that answers
                     self.gateway.close(lease)
                     client.sendall(_line({"calls": [call.as_json() for call in lease.calls],
@@ -187,6 +189,14 @@ def _preamble(client: socket.socket) -> list[str]:
     if not newline or rest:  # nothing may follow the preamble before the door's answer
         return []
     return line.decode("ascii", errors="replace").split()
+
+
+def _closes(line: bytes) -> bool:
+    try:
+        message = json.loads(line or b"{}")
+    except ValueError:
+        return False
+    return isinstance(message, dict) and bool(message.get("close"))
 
 
 def _line(value: object) -> bytes:

@@ -146,3 +146,21 @@ def test_a_providers_rate_limit_seen_by_one_turn_holds_for_every_turn(tmp_path: 
     assert status == 429 and b"rate limited until" in answer and asked == 1
     assert third.stop_reason == "rate_limited" and third.resets_at == first.resets_at
     assert first.resets_at is not None and before + 19 <= first.resets_at <= time.time() + 21
+
+
+@pytest.mark.parametrize("message", [b"not json\n", b"[1, 2]\n", b"x" * 4096], ids=["garbage", "not-an-object", "endless"])
+def test_a_watch_that_says_nonsense_closes_nothing_and_the_door_stays_open(server: ModelServer, tmp_path: Path,
+                                                                          message: bytes) -> None:
+    with gateway(server, tmp_path) as gw:
+        door = Door(gw, "127.0.0.1")
+        door.open()
+        lease = gw.open_turn("openai")
+        door.admit(lease)
+        with socket.create_connection(("127.0.0.1", door.port), timeout=10) as sock:
+            sock.sendall(f"WATCH {lease.token} node-c\n".encode())
+            assert sock.recv(3) == b"OK\n"
+            sock.sendall(message)
+            assert sock.recv(64) == b""  # the door hangs up on it, sending no calls
+        assert not lease.closed
+        assert knock(door, f"CALL {lease.token}\n".encode()) == b"OK\n"
+        door.stop()
