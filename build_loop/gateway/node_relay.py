@@ -8,7 +8,7 @@ A `WATCH` connection, opened with the relay, brings the gateway's stop (a rate l
 event, so the governor ends the agent here as it would on the head; at the turn's end it brings back the calls as the
 head recorded them, which the turn's facts are made from. The head journals those calls itself, from its own record.
 
-    relay = NodeRelay(door, token, provider=..., upstream_model=..., allowance=..., node=node_id, folder=scratch)
+    relay = NodeRelay(door, token, provider=..., upstream_model=..., allowance=..., node=node_id)
     governor = LaneGovernor(..., gateway=relay)      # relay.open_turn() returns the head's lease, as a Lease here
     ...
     relay.stop()
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from build_loop.gateway.lease import Allowance, Call, Lease
 from shared.errors import BanachError
-from shared.isolation.netrelay import pump
+from shared.isolation.netrelay import SAYS, pump
 
 CONNECT_SECONDS = 10.0
 
@@ -134,8 +134,6 @@ class NodeRelay:
             try:
                 upstream = _open(self.door, f"CALL {self.token}")
             except NodeRelayError as exc:
-                from shared.isolation.netrelay import SAYS
-
                 with contextlib.suppress(OSError):  # an HTTP answer the CLI shows, naming the relay
                     body = json.dumps({"type": "error", "error": {"type": "api_error", "message": f"{SAYS}{exc}"}})
                     client.sendall(f"HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\ncontent-length: "
