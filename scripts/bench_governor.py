@@ -93,7 +93,8 @@ def main() -> None:
         for backend, reach in (("none", "machine"), ("landlock", "machine"), ("landlock", "turn")):
             with tempfile.TemporaryDirectory() as tmp:
                 ws = workspace(Path(tmp) / "ws", CANON, backend=backend)
-                text = ws.config_file.read_text().replace('agent = "sim"', f'agent = "sim"{BUDGETS}')
+                text = ws.config_file.read_text().replace("[build]\n", f"[build]{BUDGETS}\n", 1)
+                assert BUDGETS in text, "init's banach.toml has no [build] table to put the budgets in"
                 text = text.replace(f'backend = "{backend}"', f'backend = "{backend}"\nreach = "{reach}"')
                 ws.config_file.write_text(text)
                 ws = Workspace.open(ws.root)
@@ -104,6 +105,8 @@ def main() -> None:
                 governor = Governor(ws, Options(agent_command="true"))
                 governor.iterate()  # warm: the checkpoint reading is cached by commit
                 governed = timed(governor.iterate, args.iterations)
+                last = governor.iterate()
+                assert last.decision == "stall", f"the benchmark measured something else than a stall: {last.message}"
                 governor.close()
                 bare = timed(lambda code=ws.code: subprocess.run(["true"], cwd=code, check=False), args.iterations)
             g, b = median_ms(governed), median_ms(bare)
