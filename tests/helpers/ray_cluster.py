@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -192,10 +192,14 @@ def _start(node: RayNode, arguments: list[str], auth: dict[str, str]) -> None:
 
 
 def _stop(cluster: RayCluster) -> None:
-    """SIGKILL every process of the cluster, then check that none is left. No SIGTERM first: the GCS, the raylets
+    kill_every(cluster.processes, cluster.root)
+
+
+def kill_every(processes: Callable[[], list[int]], root: Path) -> None:
+    """SIGKILL every process of a cluster, then check that none is left. No SIGTERM first: the GCS, the raylets
     and the runtime-env agents take 10 s or more to act on it, and a test cluster has nothing worth saving."""
     for _ in range(3):  # a raylet may start a worker between the listing and the kill; list again
-        pids = cluster.processes()
+        pids = processes()
         if not pids:
             return
         for pid in pids:
@@ -203,9 +207,9 @@ def _stop(cluster: RayCluster) -> None:
                 os.kill(pid, signal.SIGKILL)
         for pid in pids:
             wait_gone(pid, timeout=10.0)
-    left = cluster.processes()
+    left = processes()
     if left:
-        raise AssertionError(f"the Ray cluster in {cluster.root} left processes running after SIGKILL: {left}")
+        raise AssertionError(f"the Ray cluster in {root} left processes running after SIGKILL: {left}")
 
 
 @functools.cache

@@ -41,6 +41,7 @@ from tests.helpers.ray_cluster import (
     SYSTEM_CONFIG,
     WORKER_PORTS,
     free_ports,
+    kill_every,
     processes_mentioning,
     ray_environment,
     ray_program,
@@ -199,18 +200,6 @@ def _network(bridge: str, number: int, nodes: list[NetnsNode]) -> None:
         _ip("-n", node.namespace, "link", "set", "lo", "up")
 
 
-def _stop(cluster: NetnsCluster) -> None:
-    for _ in range(3):
-        pids = cluster.processes()
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in pids:
-            wait_gone(pid, timeout=10.0)
-
-
 def _unwire(bridge: str, nodes: list[NetnsNode]) -> None:
     for index, node in enumerate(nodes, start=1):
         with contextlib.suppress(RuntimeError):
@@ -248,7 +237,7 @@ def netns_cluster(nodes: int = 3, *, slots: int = 2, head_slots: int = 0) -> Ite
         yield cluster
     finally:
         try:
-            _stop(cluster)
+            kill_every(cluster.processes, root)
         finally:
             _unwire(bridge, members)
             shutil.rmtree(root, ignore_errors=True)
