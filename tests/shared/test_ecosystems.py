@@ -19,9 +19,8 @@ from shared.app.init import init_workspace
 from shared.environment import ProjectEnvError
 from shared.environment.ecosystems import attach, go_needs, node_needs
 from shared.isolation.sandbox import landlock_abi
-from shared.measurement import polyglot
-from shared.process import run
 from shared.workspace import Workspace
+from tests.helpers.polyglot_runs import measure
 
 BACKEND = "landlock" if landlock_abi() >= 1 else "none"
 
@@ -92,12 +91,7 @@ def test_go_modules_are_downloaded_in_a_view_once_and_a_conformance_run_uses_the
     (canon / "app_test.go").write_text('package canon\n\nimport (\n\t"testing"\n\n\t"example.com/app"\n)\n\n'
                                        'func TestGreets(t *testing.T) {\n\tif got := app.Greet(); got != "hello, go" {\n'
                                        '\t\tt.Errorf("got %q", got)\n\t}\n}\n')
-    measured = polyglot.prepare(canon.parent, code, ("tests/app_test.go",), tmp_path / "run", go_modules=modules)
-    try:
-        outcomes = [run(r) for r in measured.requests(env={"PATH": os.environ["PATH"]}, timeout=120, limits=None)]
-        verdict = measured.judge(outcomes)
-    finally:
-        measured.close()
+    verdict = measure(tmp_path / "run", canon.parent, code, ("tests/app_test.go",), go_modules=modules)
     assert verdict.passed, verdict.summary() + verdict.output
 
 

@@ -3,7 +3,6 @@ real node and go, real child processes, code under test that is wrong, exits ear
 Unconfined here (the rules are the judge's); tests/redteam/test_polyglot_attacks.py runs the same code in views."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -11,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.measurement import polyglot
-from shared.measurement.conformance import Judgement
-from shared.process import run
+from tests.helpers.polyglot_runs import measure
 
 pytestmark = [pytest.mark.skipif(not shutil.which("node"), reason="needs node (apt-get install nodejs)"),
               pytest.mark.skipif(not shutil.which("go"), reason="needs go (apt-get install golang-go)")]
@@ -83,16 +80,6 @@ def _project(tmp: Path, language: str, code: str, *, extra: str = "") -> tuple[P
     return canon, project
 
 
-def measure(tmp: Path, canon: Path, project: Path, nodes: tuple[str, ...]) -> Judgement:
-    measured = polyglot.prepare(canon, project, nodes, tmp / "run")
-    try:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-        outcomes = [run(request) for request in measured.requests(env=env, timeout=120, limits=None)]
-        return measured.judge(outcomes)
-    finally:
-        measured.close()
-
-
 NODES = {"node": ("tests/kebab.test.mjs",), "go": ("tests/kebab_test.go",)}
 NAMES = {"node": ("joins words with dashes", "lower-cases"), "go": ("TestJoins", "TestLowerCases")}
 
@@ -101,13 +88,13 @@ NAMES = {"node": ("joins words with dashes", "lower-cases"), "go": ("TestJoins",
 def test_right_code_passes_every_test_and_wrong_code_fails_them_by_name(tmp_path: Path, language: str) -> None:
     right = RIGHT_JS if language == "node" else RIGHT_GO
     canon, project = _project(tmp_path / "right", language, right)
-    verdict = measure(tmp_path / "right", canon, project, NODES[language])
+    verdict = measure(tmp_path / "right" / "run", canon, project, NODES[language])
     file = NODES[language][0]
     assert verdict.passed, verdict.summary() + verdict.output
     assert set(verdict.results) == {f"{file}::{name}" for name in NAMES[language]}
     wrong = right.replace('"-"', '"_"')
     canon, project = _project(tmp_path / "wrong", language, wrong)
-    verdict = measure(tmp_path / "wrong", canon, project, NODES[language])
+    verdict = measure(tmp_path / "wrong" / "run", canon, project, NODES[language])
     assert not verdict.void and verdict.failing == sorted(f"{file}::{name}" for name in NAMES[language])
     shown = verdict.output
     assert all(name in shown for name in NAMES[language]), shown  # what the agent reads names canon's tests
@@ -122,7 +109,7 @@ def test_code_that_ends_its_test_process_with_success_measures_nothing(tmp_path:
     else:
         code = 'package kebab\n\nimport "syscall"\n\nfunc Kebab(s string) string {\n\tsyscall.Exit(0)\n\treturn ""\n}\n'
     canon, project = _project(tmp_path, language, code)
-    verdict = measure(tmp_path, canon, project, NODES[language])
+    verdict = measure(tmp_path / "run", canon, project, NODES[language])
     assert verdict.void and not any(verdict.results.values()), verdict.summary()
 
 
@@ -160,7 +147,7 @@ func init() {
 func Kebab(s string) string { return "" }
 '''
     canon, project = _project(tmp_path, language, code)
-    verdict = measure(tmp_path, canon, project, NODES[language])
+    verdict = measure(tmp_path / "run", canon, project, NODES[language])
     assert verdict.void and "canary" in verdict.void, verdict.summary() + verdict.output
     assert not any(verdict.results.values())
 
@@ -179,7 +166,7 @@ if (process.env.BANACH_SUITE_FILE === "tests/kebab.test.mjs") {
     canon, project = _project(tmp_path, "node", RIGHT_JS, extra=forger)
     (project / "src" / "index.mjs").write_text((project / "src" / "index.mjs").read_text().replace(
         'export const shout = (t) => t.toUpperCase() + "!";', 'export const shout = (t) => t;'))
-    verdict = measure(tmp_path, canon, project, ("tests/kebab.test.mjs", "tests/shout.test.mjs"))
+    verdict = measure(tmp_path / "run", canon, project, ("tests/kebab.test.mjs", "tests/shout.test.mjs"))
     assert verdict.results["tests/shout.test.mjs::shouts"] is False, verdict.summary()
 
 
@@ -192,7 +179,7 @@ for (const fd of readdirSync("/proc/self/fd")) {
 }
 '''
     canon, project = _project(tmp_path, "node", RIGHT_JS, extra=writer)
-    verdict = measure(tmp_path, canon, project, NODES["node"])
+    verdict = measure(tmp_path / "run", canon, project, NODES["node"])
     assert verdict.passed, verdict.summary() + verdict.output
 
 
@@ -212,11 +199,5 @@ def test_typescript_runs_through_the_projects_own_typescript_where_it_has_no_tsx
         'import { test } from "node:test";\nimport assert from "node:assert/strict";\n'
         'import { twice } from "../src/twice.js";  // TypeScript\'s convention: the .js of the .ts\n\n'
         'test("twice doubles", () => {\n  assert.equal(twice(21), 42);\n});\n')
-    measured = polyglot.prepare(canon, project, ("tests/twice.test.ts",), tmp_path / "run",
-                                node_modules=packages / "node_modules")
-    try:
-        outcomes = [run(r) for r in measured.requests(env={"PATH": os.environ["PATH"]}, timeout=120, limits=None)]
-        verdict = measured.judge(outcomes)
-    finally:
-        measured.close()
+    verdict = measure(tmp_path / "run", canon, project, ("tests/twice.test.ts",), node_modules=packages / "node_modules")
     assert verdict.passed, verdict.summary() + verdict.output
