@@ -4,6 +4,7 @@ rate limit holding across every turn in flight (gateway/meter.py). The same part
 nodes in network namespaces of their own: tests/build_loop/test_cluster_gateway.py."""
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import time
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from build_loop.gateway.door import Door
+from build_loop.gateway.lease import Lease
 from build_loop.gateway.node_relay import NodeRelay, NodeRelayError
 from build_loop.gateway.server import Allowance, Gateway
 from shared.bodies import BodyStore
@@ -39,6 +41,20 @@ def gateway(server: ModelServer, tmp_path: Path, **options: Any) -> Gateway:
     return Gateway(config, {"openai": CANARY}, BodyStore(tmp_path / "bodies")).start()
 
 
+@contextlib.contextmanager
+def door_with_a_turn(server: ModelServer, tmp_path: Path) -> Iterator[tuple[Gateway, Door, Lease]]:
+    """Build's gateway, its door open to nodes, and one turn's lease admitted at it."""
+    with gateway(server, tmp_path) as gw:
+        door = Door(gw, "127.0.0.1")
+        door.open()
+        lease = gw.open_turn("openai")
+        door.admit(lease)
+        try:
+            yield gw, door, lease
+        finally:
+            door.stop()
+
+
 def post(url: str, token: str) -> tuple[int, bytes]:
     request = urllib.request.Request(url + "/chat/completions", json.dumps(BODY).encode(),
                                      {"content-type": "application/json", "authorization": f"Bearer {token}"})
@@ -56,18 +72,13 @@ def knock(door: Door, line: bytes) -> bytes:
 
 
 def test_the_door_lets_in_only_a_turns_open_token(server: ModelServer, tmp_path: Path) -> None:
-    with gateway(server, tmp_path) as gw:
-        door = Door(gw, "127.0.0.1")
-        door.open()
-        lease = gw.open_turn("openai")
-        door.admit(lease)
+    with door_with_a_turn(server, tmp_path) as (gw, door, lease):
         assert knock(door, b"CALL not-a-token\n") == b"NO\n"
         assert knock(door, f"CALL {CANARY}\n".encode()) == b"NO\n"  # the provider's key is no token
         assert knock(door, b"GET / HTTP/1.1\r\n\r\n") == b"NO\n"  # no HTTP is parsed before the token
         assert knock(door, f"CALL {lease.token}\n".encode()) == b"OK\n"
         gw.close(lease)
         assert knock(door, f"CALL {lease.token}\n".encode()) == b"NO\n"  # closed: revoked at the door too
-        door.stop()
     assert server.requests == () and door.refused == 4
 
 
@@ -97,11 +108,7 @@ def test_a_nodes_relay_carries_the_turn_to_the_gateway_and_brings_back_its_recor
 
 
 def test_a_relay_whose_token_was_revoked_reaches_nothing(server: ModelServer, tmp_path: Path) -> None:
-    with gateway(server, tmp_path) as gw:
-        door = Door(gw, "127.0.0.1")
-        door.open()
-        lease = gw.open_turn("openai")
-        door.admit(lease)
+    with door_with_a_turn(server, tmp_path) as (gw, door, lease):
         relay = NodeRelay(("127.0.0.1", door.port), lease.token, provider="openai", upstream_model="",
                           allowance=Allowance(), node="node-b")
         try:
@@ -111,7 +118,6 @@ def test_a_relay_whose_token_was_revoked_reaches_nothing(server: ModelServer, tm
             status, answer = post(node_lease.url + "/v1", node_lease.token)
         finally:
             relay.stop()
-            door.stop()
     assert status == 502 and b"refused this turn's token" in answer
     assert server.requests == ()
     with pytest.raises(NodeRelayError, match="refused this turn's token"):
@@ -123,7 +129,7 @@ def test_the_runs_token_budget_holds_across_turns_in_flight(server: ModelServer,
     """Each turn alone is within its allowance; together they reach the run's budget, and every turn stops there."""
     with gateway(server, tmp_path, max_run_tokens=60) as gw:
         turns = gw.open_turn("openai"), gw.open_turn("openai")
-        answers = []
+        answers: list[tuple[int, bytes]] = []
         while not answers or answers[-1][0] == 200:
             answers.append(post(gw.url + "/v1", turns[len(answers) % 2].token))
             assert len(answers) < 40
@@ -151,11 +157,7 @@ def test_a_providers_rate_limit_seen_by_one_turn_holds_for_every_turn(tmp_path: 
 @pytest.mark.parametrize("message", [b"not json\n", b"[1, 2]\n", b"x" * 4096], ids=["garbage", "not-an-object", "endless"])
 def test_a_watch_that_says_nonsense_closes_nothing_and_the_door_stays_open(server: ModelServer, tmp_path: Path,
                                                                           message: bytes) -> None:
-    with gateway(server, tmp_path) as gw:
-        door = Door(gw, "127.0.0.1")
-        door.open()
-        lease = gw.open_turn("openai")
-        door.admit(lease)
+    with door_with_a_turn(server, tmp_path) as (_, door, lease):
         with socket.create_connection(("127.0.0.1", door.port), timeout=10) as sock:
             sock.sendall(f"WATCH {lease.token} node-c\n".encode())
             assert sock.recv(3) == b"OK\n"
@@ -163,4 +165,3 @@ def test_a_watch_that_says_nonsense_closes_nothing_and_the_door_stays_open(serve
             assert sock.recv(64) == b""  # the door hangs up on it, sending no calls
         assert not lease.closed
         assert knock(door, f"CALL {lease.token}\n".encode()) == b"OK\n"
-        door.stop()
