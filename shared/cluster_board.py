@@ -33,6 +33,7 @@ class ClusterBoard:
         self._turns: dict[int, dict[str, Any]] = {}
         self._lost: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # one snapshot written at a time, so an older one never replaces a newer
         self._write()
 
     def started(self, n: int, item: str, lane: int, attempt: int) -> None:
@@ -59,6 +60,10 @@ class ClusterBoard:
         self._write()
 
     def _write(self) -> None:
+        with self._writing:
+            self._write_now()
+
+    def _write_now(self) -> None:
         try:
             nodes = list(self._nodes())
         except Exception:  # noqa: BLE001 - the board says what it can; a cluster that does not answer is shown so

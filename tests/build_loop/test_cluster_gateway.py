@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import pytest
 
 from shared.journal import Journal
 from shared.workspace import Workspace
+from tests.helpers.dashboard import served
 from tests.helpers.model_server import ModelServer, Script, Write
 from tests.helpers.workspaces import HELPERS, cli, custom, git
 from tests.realcli._governed import pinned as find_pinned  # reads the CLIs' cache before a test's HOME is made
@@ -217,6 +219,10 @@ def test_a_node_killed_mid_turn_keeps_nothing_and_loses_nothing(tmp_path: Path, 
             assert git(ws.code, "rev-parse", "HEAD") == head
             until(proc, lines, ": keep: ", 300)
         status = cli("banach", "status", "--workspace", str(ws.root)).stdout
+        with served(ws) as at:  # the dashboard's overview says the same
+            request = urllib.request.Request(at.base + "/", headers={"Authorization": f"Bearer {at.token}"})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                overview = response.read().decode()
     for pid in agents:  # one machine stands in for four: what the lost node left running ends here
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
@@ -231,6 +237,7 @@ def test_a_node_killed_mid_turn_keeps_nothing_and_loses_nothing(tmp_path: Path, 
     assert len(calls) == len(server.requests)  # as is every call the provider saw: none after its token was revoked
     assert git(ws.code, "rev-list", "--count", f"{head}..HEAD") == "1"
     assert "DEAD" in status and "LOST" in status, status
+    assert f"<td>{doomed.address}</td>" in overview and ">DEAD<" in overview and "LOST node" in overview, overview
 
 
 def _tagged(tag: str) -> list[int]:
