@@ -58,7 +58,7 @@ class Diagnosis:
     cycling_requirements: tuple[str, ...] = field(default=())
 
     def as_json(self) -> dict[str, object]:
-        fit = self.fit
+        fit = None if self.label == "insufficient" else self.fit  # a line through two passes judges nothing: no q shown
         return {
             "diagnosis": self.label,
             "reason": self.reason,

@@ -57,6 +57,7 @@ def test_each_shape_gets_its_label(shape, label: str, seed: int) -> None:  # typ
 
 def test_insufficient_and_converged() -> None:
     assert diagnose([5, 4]).label == "insufficient"
+    assert diagnose([5, 4]).as_json()["q"] is None  # status and the dashboard's q tile say "-" until there is a fit
     assert diagnose([5, 3, 2, 0]).label == "converged"
 
 
