@@ -110,7 +110,7 @@ def test_the_example_certifies_with_parallel_workers(tmp_path: Path, workers: in
     assert git(ws.code, "status", "--porcelain") == ""  # main's work tree is exactly main
 
 
-@pytest.mark.parametrize("workers", [2, 4])
+@pytest.mark.parametrize("workers", [pytest.param(2, marks=pytest.mark.slow), 4])  # 2: about 10 s, run by CI
 def test_twelve_disjoint_items_certify_and_run_at_once(tmp_path: Path, workers: int) -> None:
     ws = parts_workspace(tmp_path, 12, workers)
     certify(ws)

@@ -145,6 +145,7 @@ def test_a_lookup_table_is_never_certified_and_never_sees_the_held_back_tests(tm
     assert places_with_markers(ws) == []
 
 
+@pytest.mark.slow  # the control (about 7 s); CI runs it with the slow suites
 def test_without_a_sandbox_the_same_hunt_finds_the_held_back_tests(tmp_path: Path) -> None:
     """The control for the hunt: isolation 'none' enforces nothing (every start-up line says so), and the same agent
     reads the held-back tests out of canon's repository and is certified. Held-back tests are a promise of the

@@ -85,6 +85,7 @@ def test_the_oracles_ways_work_where_the_tests_are_in_reach(tmp_path: Path) -> N
         assert done.returncode == 0 and "2 passed" in done.stdout, (way, done.stdout)
 
 
+@pytest.mark.slow  # 32 held-back runs (about 7 s); CI runs it with the slow suites
 def test_a_guesser_survives_a_held_back_run_at_most_one_time_in_eight(tmp_path: Path) -> None:
     """The guesser sees each held-back input's candidate answers in memory (canon's value and its canaries') and
     picks one: it passes a run only by picking canon's value for every question a canary asks. 32 runs: a survival

@@ -64,6 +64,7 @@ def plant(ws: Workspace, way: str, canon: Path) -> None:
     git(ws.code, "commit", "-qm", f"the {way} oracle")
 
 
+@pytest.mark.slow  # 20 plan passes (about 20 s); CI runs it with the slow suites
 def test_an_oracle_that_reads_everything_it_can_reach_is_never_certified_against_sealed_cases(tmp_path: Path) -> None:
     ws = sealed_workspace(tmp_path)
     seen = tmp_path / "visible"
