@@ -118,11 +118,11 @@ def test_a_relay_whose_token_was_revoked_reaches_nothing(server: ModelServer, tm
             status, answer = post(node_lease.url + "/v1", node_lease.token)
         finally:
             relay.stop()
+        with pytest.raises(NodeRelayError, match="refused this turn's token"):  # asked while the door is open
+            NodeRelay(("127.0.0.1", door.port), lease.token, provider="openai", upstream_model="",
+                      allowance=Allowance(), node="node-b")
     assert status == 502 and b"refused this turn's token" in answer
     assert server.requests == ()
-    with pytest.raises(NodeRelayError, match="refused this turn's token"):
-        NodeRelay(("127.0.0.1", door.port), lease.token, provider="openai", upstream_model="", allowance=Allowance(),
-                  node="node-b")
 
 
 def test_the_runs_token_budget_holds_across_turns_in_flight(server: ModelServer, tmp_path: Path) -> None:
