@@ -34,8 +34,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.helpers.processes import alive, wait_gone
+
+if TYPE_CHECKING:
+    from tests.helpers.ray_netns import NetnsNode
 
 AGENT_SLOT = "agent_slot"
 NODE_LABEL = "banach.node"  # "head" or "second": lets a task ask for a node by role
@@ -172,12 +176,18 @@ def _start(node: RayNode, arguments: list[str], auth: dict[str, str]) -> None:
     node.temp_dir.mkdir(parents=True)
     scratch = node.temp_dir.parent / f"{node.role}-tmp"  # its tasks' temp folders (a killed node's) go with the cluster
     scratch.mkdir()
-    log = node.temp_dir.parent / f"{node.role}-start.log"
     began = time.monotonic()
+    ray_start([ray_program(), "start", *arguments], {**ray_environment(), **auth, "TMPDIR": str(scratch)}, node.temp_dir,
+              node.temp_dir.parent / f"{node.role}-start.log", f"the {node.role} node", node)
+    node.started_in = time.monotonic() - began
+
+
+def ray_start(argv: list[str], env: dict[str, str], cwd: Path, log: Path, name: str, node: RayNode | NetnsNode) -> None:
+    """Run a `ray start` command in a new session, its output in log, until the node has joined; node.session is set
+    at once, so that what a failed start left is found and killed with the cluster."""
     with log.open("wb") as output:
-        process = subprocess.Popen([ray_program(), "start", *arguments], stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=subprocess.STDOUT, env={**ray_environment(), **auth, "TMPDIR": str(scratch)},
-                                   cwd=node.temp_dir, start_new_session=True)
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=env,
+                                   cwd=cwd, start_new_session=True)
         node.session = process.pid
         try:
             code = process.wait(timeout=START_TIMEOUT)
@@ -185,9 +195,8 @@ def _start(node: RayNode, arguments: list[str], auth: dict[str, str]) -> None:
             process.kill()
             process.wait()
             code = -1
-    node.started_in = time.monotonic() - began
     if code != 0:
-        raise RuntimeError(f"`ray start` for the {node.role} node failed (exit {code}); its output is in {log}:\n"
+        raise RuntimeError(f"`ray start` for {name} failed (exit {code}); its output is in {log}:\n"
                            + log.read_text(errors="replace")[-4000:])
 
 

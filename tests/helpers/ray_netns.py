@@ -45,6 +45,7 @@ from tests.helpers.ray_cluster import (
     processes_mentioning,
     ray_environment,
     ray_program,
+    ray_start,
     session_processes,
 )
 from tests.helpers.ray_cluster import (
@@ -157,24 +158,11 @@ def _start(node: NetnsNode, arguments: list[str], token_file: Path) -> None:
     node.cache.mkdir(parents=True)
     scratch = node.temp_dir.parent / f"{node.name}-tmp"  # what its turns leave when it is lost goes with the cluster
     scratch.mkdir()
-    log = node.temp_dir.parent / f"{node.name}-start.log"
     env = {**ray_environment(), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file),
            "XDG_CACHE_HOME": str(node.cache), "TMPDIR": str(scratch), **(node_index() if node.namespace else {})}
     prefix = ["ip", "netns", "exec", node.namespace] if node.namespace else []
-    with log.open("wb") as output:
-        process = subprocess.Popen([*prefix, ray_program(), "start", *arguments], stdin=subprocess.DEVNULL,
-                                   stdout=output, stderr=subprocess.STDOUT, env=env, cwd=node.temp_dir,
-                                   start_new_session=True)
-        node.session = process.pid
-        try:
-            code = process.wait(timeout=START_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            code = -1
-    if code != 0:
-        raise RuntimeError(f"`ray start` for {node.name} failed (exit {code}); its output is in {log}:\n"
-                           + log.read_text(errors="replace")[-4000:])
+    ray_start([*prefix, ray_program(), "start", *arguments], env, node.temp_dir,
+              node.temp_dir.parent / f"{node.name}-start.log", node.name, node)
 
 
 def _free_subnet() -> int:
